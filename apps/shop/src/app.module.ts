@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { DelayModule } from 'nestjs-delay';
+
+@Module({
+  imports: [DelayModule.forRoot({})],
+})
+export class AppModule {}

@@ -1,0 +1,21 @@
+// One `npm test` runs the library's unit tests (beside the code) and the
+// end-to-end tests in test/. Sources are transpiled by ts-jest without type
+// checking (that is `npm run lint`), which keeps the suite fast.
+/** @type {import('jest').Config} */
+const shared = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': 'ts-jest' },
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  moduleNameMapper: {
+    '^nestjs-delay$': '<rootDir>/libs/delay/src',
+    '^nestjs-delay/testing$': '<rootDir>/libs/delay/src/testing',
+  },
+};
+
+module.exports = {
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
+    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'] },
+  ],
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+};

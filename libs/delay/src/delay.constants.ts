@@ -1,0 +1,8 @@
+/** Metadata key of @OnDelayExpired, prefixed so it cannot clash with another library's. */
+export const DELAY_HANDLER_METADATA = 'nestjs-delay:handler';
+
+/** Injection token of the active DelayDriver. */
+export const DELAY_DRIVER = Symbol('nestjs-delay:driver');
+
+/** Injection token of the validated, defaulted module options. */
+export const DELAY_RESOLVED_OPTIONS = Symbol('nestjs-delay:resolved-options');

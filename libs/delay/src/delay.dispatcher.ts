@@ -1,0 +1,69 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { backoffDelay } from './delay.module-definition';
+import { DelayEventBus } from './delay-event.bus';
+import { DelayHandlerRegistry } from './delay-handler.registry';
+import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
+import { DelayClock } from './time/clock';
+import { parsePayload } from './validation/action-input';
+
+/** How long an action waits when it reaches an instance that has no handler for it. */
+const NO_HANDLER_RETRY_MS = 60_000;
+
+/**
+ * Runs one delivery through its topic's handler and decides what happens
+ * next: completed, retried after the backoff, or dead. Drivers call it and
+ * apply the outcome; it never throws.
+ */
+@Injectable()
+export class DelayDispatcher implements DelayConsumer {
+  private readonly logger = new Logger(DelayDispatcher.name);
+
+  constructor(
+    private readonly registry: DelayHandlerRegistry,
+    private readonly events: DelayEventBus,
+    private readonly clock: DelayClock,
+  ) {}
+
+  get topics(): ReadonlyMap<string, number> {
+    return this.registry.concurrencyByTopic();
+  }
+
+  async handle(delivery: Delivery): Promise<DeliveryOutcome> {
+    const { topic, key, attempt } = delivery;
+    const handler = this.registry.get(topic);
+    if (!handler) {
+      this.logger.error(`No handler for topic "${topic}" in this process; action "${key}" is put back for ${NO_HANDLER_RETRY_MS} ms`);
+      return { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' };
+    }
+    this.events.emit(() => ({ type: 'fired', topic, key, attempt, dueAt: new Date(delivery.dueAt) }));
+    try {
+      await handler.invoke({
+        topic,
+        key,
+        payload: parsePayload(delivery.payload),
+        dueAt: new Date(delivery.dueAt),
+        firedAt: new Date(delivery.firedAt),
+        attempt,
+      });
+      this.events.emit(() => ({ type: 'completed', topic, key, attempt }));
+      return { kind: 'completed' };
+    } catch (thrown) {
+      const error = describe(thrown);
+      this.events.emit(() => ({ type: 'failed', topic, key, attempt, error }));
+      if (attempt < handler.options.attempts) {
+        const delayMs = backoffDelay(handler.options.backoff, attempt);
+        this.logger.warn(`${handler.name} failed on "${key}" (attempt ${attempt}/${handler.options.attempts}), retrying in ${delayMs} ms: ${error}`);
+        this.events.emit(() => ({ type: 'retrying', topic, key, attempt, error, retryAt: new Date(this.clock.now() + delayMs) }));
+        return { kind: 'retry', delayMs, error };
+      }
+      this.logger.error(`${handler.name} failed on "${key}" after ${attempt} attempt(s); moved to the dead set: ${error}`);
+      this.events.emit(() => ({ type: 'dead', topic, key, attempt, error }));
+      return { kind: 'dead', error };
+    }
+  }
+}
+
+function describe(thrown: unknown): string {
+  if (thrown instanceof Error) return thrown.message || thrown.name;
+  return typeof thrown === 'string' ? thrown : JSON.stringify(thrown) ?? String(thrown);
+}

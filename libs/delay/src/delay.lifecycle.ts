@@ -1,0 +1,43 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from './delay.constants';
+import { DelayDispatcher } from './delay.dispatcher';
+import { ResolvedDelayOptions } from './delay.module-definition';
+import { DelayEventBus } from './delay-event.bus';
+import { DelayHandlerRegistry } from './delay-handler.registry';
+import { DelayDriver } from './interfaces/delay-driver.interface';
+
+/**
+ * Starts consuming once the whole application is up (handlers were collected
+ * in onModuleInit), drains running handlers before shutdown, then closes the
+ * driver's timers and connections.
+ */
+@Injectable()
+export class DelayLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger(DelayLifecycle.name);
+
+  constructor(
+    @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
+    @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
+    private readonly dispatcher: DelayDispatcher,
+    private readonly registry: DelayHandlerRegistry,
+    private readonly events: DelayEventBus,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.options.consume) {
+      this.logger.log(`Delay driver "${this.driver.name}" started as producer only (consume: false)`);
+      return;
+    }
+    await this.driver.start(this.dispatcher);
+    this.logger.log(`Delay driver "${this.driver.name}" consuming ${this.registry.size} topic(s)`);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.driver.drain(this.options.shutdownTimeoutMs);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.driver.close();
+    this.events.complete();
+  }
+}

@@ -1,0 +1,152 @@
+import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { DelayError } from './errors/delay.error';
+import { InvalidDelayOptionsError } from './errors/invalid-delay-options.error';
+import { DelayDriver } from './interfaces/delay-driver.interface';
+import { BackoffOption, DelayHandlerOptions } from './interfaces/delay-handler-options.interface';
+import { DelayDriverConfig, DelayModuleOptions } from './interfaces/delay-module-options.interface';
+import { DelayClock } from './time/clock';
+import { Duration, parseDuration } from './time/duration';
+
+export const {
+  ConfigurableModuleClass: ConfigurableDelayModule,
+  MODULE_OPTIONS_TOKEN: DELAY_MODULE_OPTIONS,
+  OPTIONS_TYPE: DELAY_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: DELAY_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<DelayModuleOptions>()
+  .setClassMethodName('forRoot')
+  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+  .build();
+
+export interface ResolvedBackoff {
+  readonly type: 'fixed' | 'exponential';
+  readonly delayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export interface ResolvedHandlerOptions {
+  readonly attempts: number;
+  readonly backoff: ResolvedBackoff;
+  readonly concurrency: number;
+}
+
+export interface ResolvedDelayOptions {
+  readonly driver: DelayDriverConfig;
+  readonly clock: DelayClock | undefined;
+  readonly defaults: ResolvedHandlerOptions;
+  readonly maxPayloadBytes: number;
+  readonly maxPastMs: number;
+  readonly shutdownTimeoutMs: number;
+  readonly consume: boolean;
+}
+
+export const MAX_ATTEMPTS = 1000;
+const BUILT_IN_DEFAULTS: ResolvedHandlerOptions = {
+  attempts: 3,
+  backoff: { type: 'exponential', delayMs: 1_000, maxDelayMs: 3_600_000 },
+  concurrency: 10,
+};
+
+/**
+ * The one place module options are checked and defaulted. Every problem is
+ * collected, so a misconfigured app fails bootstrap once with the full list.
+ */
+export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedDelayOptions {
+  const problems: string[] = [];
+  const driver = resolveDriver(options.driver, problems);
+  if (options.clock !== undefined && !(options.clock instanceof DelayClock)) {
+    problems.push('clock must extend DelayClock (for tests: new VirtualClock())');
+  }
+  const resolved: ResolvedDelayOptions = {
+    driver,
+    clock: options.clock,
+    defaults: collectHandlerOptions(options.defaults ?? {}, BUILT_IN_DEFAULTS, 'defaults.', problems),
+    maxPayloadBytes: positiveInteger(options.maxPayloadBytes, 65_536, 'maxPayloadBytes', problems),
+    maxPastMs: duration(options.maxPast, '1d', 'maxPast', problems),
+    shutdownTimeoutMs: duration(options.shutdownTimeout, '10s', 'shutdownTimeout', problems),
+    consume: options.consume ?? true,
+  };
+  if (typeof resolved.consume !== 'boolean') problems.push(`consume must be true or false, got ${String(options.consume)}`);
+  if (problems.length > 0) throw new InvalidDelayOptionsError('DelayModule options', problems);
+  return resolved;
+}
+
+/** Checks one handler's options over the module defaults; throws with every problem. */
+export function resolveHandlerOptions(options: DelayHandlerOptions, defaults: ResolvedHandlerOptions, where: string): ResolvedHandlerOptions {
+  const problems: string[] = [];
+  const resolved = collectHandlerOptions(options, defaults, '', problems);
+  if (problems.length > 0) throw new InvalidDelayOptionsError(where, problems);
+  return resolved;
+}
+
+/** How long to wait before retry number `retry` (1 for the first retry). */
+export function backoffDelay(backoff: ResolvedBackoff, retry: number): number {
+  if (backoff.type === 'fixed') return backoff.delayMs;
+  return Math.min(backoff.maxDelayMs, backoff.delayMs * 2 ** (retry - 1));
+}
+
+function collectHandlerOptions(options: DelayHandlerOptions, defaults: ResolvedHandlerOptions, prefix: string, problems: string[]): ResolvedHandlerOptions {
+  const attempts = positiveInteger(options.attempts, defaults.attempts, `${prefix}attempts`, problems);
+  if (attempts > MAX_ATTEMPTS) problems.push(`${prefix}attempts must be at most ${MAX_ATTEMPTS}, got ${attempts}`);
+  return {
+    attempts,
+    backoff: options.backoff === undefined ? defaults.backoff : resolveBackoff(options.backoff, `${prefix}backoff`, problems),
+    concurrency: positiveInteger(options.concurrency, defaults.concurrency, `${prefix}concurrency`, problems),
+  };
+}
+
+function resolveBackoff(backoff: BackoffOption, name: string, problems: string[]): ResolvedBackoff {
+  if (typeof backoff === 'number' || typeof backoff === 'string') {
+    const delayMs = duration(backoff, 0, name, problems);
+    return { type: 'fixed', delayMs, maxDelayMs: delayMs };
+  }
+  if (typeof backoff !== 'object' || backoff === null || (backoff.type !== 'fixed' && backoff.type !== 'exponential')) {
+    problems.push(`${name} must be a duration or { type: 'fixed' | 'exponential', delay }`);
+    return BUILT_IN_DEFAULTS.backoff;
+  }
+  const delayMs = duration(backoff.delay, undefined, `${name}.delay`, problems);
+  const maxDelayMs = backoff.type === 'exponential' && backoff.maxDelay !== undefined ? duration(backoff.maxDelay, undefined, `${name}.maxDelay`, problems) : backoff.type === 'fixed' ? delayMs : BUILT_IN_DEFAULTS.backoff.maxDelayMs;
+  return { type: backoff.type, delayMs, maxDelayMs: Math.max(delayMs, maxDelayMs) };
+}
+
+function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]): DelayDriverConfig {
+  if (driver === undefined) return { type: 'wheel' };
+  if (isDriverInstance(driver)) return driver;
+  if (typeof driver !== 'object' || driver === null || !('type' in driver)) {
+    problems.push(`driver must be { type: 'wheel' }, { type: 'redis', ... } or a DelayDriver instance`);
+    return { type: 'wheel' };
+  }
+  if (driver.type === 'wheel') {
+    if (driver.tickMs !== undefined && (!Number.isInteger(driver.tickMs) || driver.tickMs < 1 || driver.tickMs > 60_000)) {
+      problems.push(`driver.tickMs must be a whole number of ms from 1 to 60000, got ${String(driver.tickMs)}`);
+    }
+    return driver;
+  }
+  problems.push(`driver.type must be 'wheel' or 'redis', got ${JSON.stringify((driver as { type: unknown }).type)}`);
+  return { type: 'wheel' };
+}
+
+function isDriverInstance(driver: unknown): driver is DelayDriver {
+  return typeof driver === 'object' && driver !== null && typeof (driver as DelayDriver).schedule === 'function' && typeof (driver as DelayDriver).start === 'function';
+}
+
+function positiveInteger(value: unknown, fallback: number, name: string, problems: string[]): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    problems.push(`${name} must be a whole number >= 1, got ${String(value)}`);
+    return fallback;
+  }
+  return value;
+}
+
+function duration(value: Duration | undefined, fallback: Duration | undefined, name: string, problems: string[]): number {
+  if (value === undefined && fallback === undefined) {
+    problems.push(`${name} is required`);
+    return 0;
+  }
+  try {
+    return parseDuration(value ?? fallback);
+  } catch (error) {
+    problems.push(`${name}: ${error instanceof DelayError ? error.message : String(error)}`);
+    return 0;
+  }
+}

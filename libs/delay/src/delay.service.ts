@@ -1,0 +1,133 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from './delay.constants';
+import { ResolvedDelayOptions } from './delay.module-definition';
+import { DelayEventBus } from './delay-event.bus';
+import { InvalidScheduleOptionsError } from './errors/invalid-schedule-options.error';
+import { DelayDriver, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
+import { DelayEvent } from './interfaces/delay-event.interface';
+import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
+import { DueTime, ScheduleOptions } from './interfaces/schedule-options.interface';
+import { parsePayload, serializePayload, toDueSpec, validateIfExists, validateKey, validatePage, validateTopic } from './validation/action-input';
+
+/**
+ * Schedules, moves, cancels and inspects delayed actions. Every input is
+ * checked before anything is written: a rejected call throws a DelayError
+ * subclass and changes nothing.
+ */
+@Injectable()
+export class DelayService {
+  constructor(
+    @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
+    @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
+    private readonly events: DelayEventBus,
+  ) {}
+
+  /** scheduled / rescheduled / cancelled / fired / completed / failed / retrying / dead / redriven. */
+  get events$(): Observable<DelayEvent> {
+    return this.events.events$;
+  }
+
+  /**
+   * Arms `(topic, key)` to fire after `delay` or at `at`. With `ifExists:
+   * 'replace'` (default) an existing action is re-armed with the new time and
+   * payload; with `'keep'` it is left as it is. Returns what is now pending.
+   */
+  async schedule<TPayload = unknown>(topic: string, key: string, options: ScheduleOptions<TPayload>): Promise<PendingAction<TPayload>> {
+    validateTopic(topic);
+    validateKey(key);
+    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('options are required, e.g. { delay: "30m" }');
+    const due = toDueSpec(options);
+    const ifExists = validateIfExists(options.ifExists);
+    const payload = serializePayload(options.payload, this.options.maxPayloadBytes);
+    const { action, outcome } = await this.driver.schedule({ topic, key, due, payload, ifExists, maxPastMs: this.options.maxPastMs });
+    if (outcome !== 'kept') {
+      this.events.emit(() => ({ type: 'scheduled', topic, key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
+    }
+    return toPendingAction<TPayload>(action);
+  }
+
+  /** Removes the pending action; true if there was one. A handler already running is not stopped, but never retried. */
+  async cancel(topic: string, key: string): Promise<boolean> {
+    validateTopic(topic);
+    validateKey(key);
+    const cancelled = await this.driver.cancel(topic, key);
+    if (cancelled) this.events.emit(() => ({ type: 'cancelled', topic, key }));
+    return cancelled;
+  }
+
+  /** Moves an existing action to a new due time, keeping its payload. Null if there is none. */
+  async reschedule<TPayload = unknown>(topic: string, key: string, due: DueTime): Promise<PendingAction<TPayload> | null> {
+    validateTopic(topic);
+    validateKey(key);
+    const action = await this.driver.reschedule({ topic, key, due: toDueSpec(due), maxPastMs: this.options.maxPastMs });
+    if (!action) return null;
+    this.events.emit(() => ({ type: 'rescheduled', topic, key, dueAt: new Date(action.dueAt) }));
+    return toPendingAction<TPayload>(action);
+  }
+
+  async get<TPayload = unknown>(topic: string, key: string): Promise<PendingAction<TPayload> | null> {
+    validateTopic(topic);
+    validateKey(key);
+    const action = await this.driver.get(topic, key);
+    return action ? toPendingAction<TPayload>(action) : null;
+  }
+
+  /** Pending actions of a topic, earliest due first. */
+  async list<TPayload = unknown>(topic: string, page?: PageRequest): Promise<Page<PendingAction<TPayload>>> {
+    validateTopic(topic);
+    const request = validatePage(page);
+    const [items, total] = await Promise.all([this.driver.list(topic, request), this.driver.count(topic)]);
+    return { items: items.map((action) => toPendingAction<TPayload>(action)), total, ...request };
+  }
+
+  async count(topic: string): Promise<number> {
+    validateTopic(topic);
+    return this.driver.count(topic);
+  }
+
+  /** Actions of a topic that used up their attempts. */
+  async listDead<TPayload = unknown>(topic: string, page?: PageRequest): Promise<Page<DeadAction<TPayload>>> {
+    validateTopic(topic);
+    const request = validatePage(page);
+    const [items, total] = await Promise.all([this.driver.listDead(topic, request), this.driver.countDead(topic)]);
+    return { items: items.map((action) => toDeadAction<TPayload>(action)), total, ...request };
+  }
+
+  async countDead(topic: string): Promise<number> {
+    validateTopic(topic);
+    return this.driver.countDead(topic);
+  }
+
+  /** Puts a dead action back, due now, with its attempts reset. False if no such dead action. */
+  async redrive(topic: string, key: string): Promise<boolean> {
+    validateTopic(topic);
+    validateKey(key);
+    const redriven = await this.driver.redrive(topic, key, this.options.maxPastMs);
+    if (redriven) this.events.emit(() => ({ type: 'redriven', topic, key }));
+    return redriven;
+  }
+}
+
+function toPendingAction<TPayload>(action: StoredAction): PendingAction<TPayload> {
+  return {
+    topic: action.topic,
+    key: action.key,
+    payload: parsePayload(action.payload) as TPayload | undefined,
+    dueAt: new Date(action.dueAt),
+    attempt: action.attempt,
+    state: action.state,
+  };
+}
+
+function toDeadAction<TPayload>(action: StoredDeadAction): DeadAction<TPayload> {
+  return {
+    topic: action.topic,
+    key: action.key,
+    payload: parsePayload(action.payload) as TPayload | undefined,
+    dueAt: new Date(action.dueAt),
+    attempts: action.attempts,
+    error: action.error,
+    diedAt: new Date(action.diedAt),
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Struct-of-arrays storage for the wheel's actions. An action is an integer
+ * index into parallel typed arrays rather than an object, so a million
+ * pending actions cost a few dozen bytes each and give the GC nothing to
+ * trace but two string arrays. Indices are recycled through a free list.
+ */
+
+/** End of a list. */
+export const NIL = -1;
+
+/** Values of `where[i]` below zero; zero and above is a wheel bucket. */
+export const FREE = -1;
+export const READY = -2;
+export const RUNNING = -3;
+
+const INITIAL_CAPACITY = 1024;
+
+export class ActionArena {
+  dueAt = new Float64Array(INITIAL_CAPACITY);
+  next = new Int32Array(INITIAL_CAPACITY);
+  prev = new Int32Array(INITIAL_CAPACITY);
+  /** A wheel bucket (>= 0), or FREE / READY / RUNNING. */
+  where = new Int16Array(INITIAL_CAPACITY).fill(FREE);
+  attempt = new Uint16Array(INITIAL_CAPACITY);
+  /** Changes on every arming, so a delivery can be told from a later arming of the same slot. */
+  token = new Uint32Array(INITIAL_CAPACITY);
+  topicId = new Uint16Array(INITIAL_CAPACITY);
+  keys: Array<string | undefined> = [];
+  payloads: Array<string | undefined> = [];
+
+  private capacity = INITIAL_CAPACITY;
+  private used = 0;
+  private freeHead = NIL;
+  private tokenSeq = 0;
+
+  alloc(topicId: number, key: string, payload: string | undefined, dueAt: number): number {
+    let i = this.freeHead;
+    if (i !== NIL) {
+      this.freeHead = this.next[i];
+    } else {
+      if (this.used === this.capacity) this.grow();
+      i = this.used++;
+    }
+    this.topicId[i] = topicId;
+    this.keys[i] = key;
+    this.payloads[i] = payload;
+    this.dueAt[i] = dueAt;
+    this.attempt[i] = 1;
+    this.rearm(i);
+    this.next[i] = NIL;
+    this.prev[i] = NIL;
+    return i;
+  }
+
+  /** Gives the action a new token: outcomes of earlier runs no longer match it. */
+  rearm(i: number): void {
+    this.tokenSeq = (this.tokenSeq + 1) >>> 0;
+    this.token[i] = this.tokenSeq;
+  }
+
+  free(i: number): void {
+    this.keys[i] = undefined;
+    this.payloads[i] = undefined;
+    this.where[i] = FREE;
+    this.next[i] = this.freeHead;
+    this.freeHead = i;
+  }
+
+  private grow(): void {
+    const capacity = this.capacity * 2;
+    this.dueAt = copy(new Float64Array(capacity), this.dueAt);
+    this.next = copy(new Int32Array(capacity), this.next);
+    this.prev = copy(new Int32Array(capacity), this.prev);
+    this.where = copy(new Int16Array(capacity).fill(FREE), this.where);
+    this.attempt = copy(new Uint16Array(capacity), this.attempt);
+    this.token = copy(new Uint32Array(capacity), this.token);
+    this.topicId = copy(new Uint16Array(capacity), this.topicId);
+    this.capacity = capacity;
+  }
+}
+
+function copy<T extends { set(source: ArrayLike<number>): void }>(target: T, source: ArrayLike<number>): T {
+  target.set(source);
+  return target;
+}
+
+/** A FIFO of arena indices, linked through the arena's next/prev arrays. */
+export class ActionQueue {
+  head = NIL;
+  tail = NIL;
+  size = 0;
+
+  push(arena: ActionArena, i: number): void {
+    arena.next[i] = NIL;
+    arena.prev[i] = this.tail;
+    if (this.tail === NIL) this.head = i;
+    else arena.next[this.tail] = i;
+    this.tail = i;
+    this.size++;
+  }
+
+  shift(arena: ActionArena): number {
+    const i = this.head;
+    if (i !== NIL) this.remove(arena, i);
+    return i;
+  }
+
+  remove(arena: ActionArena, i: number): void {
+    const { next, prev } = arena;
+    if (prev[i] === NIL) this.head = next[i];
+    else next[prev[i]] = next[i];
+    if (next[i] === NIL) this.tail = prev[i];
+    else prev[next[i]] = prev[i];
+    this.size--;
+  }
+}

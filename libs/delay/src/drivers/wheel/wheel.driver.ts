@@ -1,0 +1,370 @@
+import { Logger } from '@nestjs/common';
+import {
+  DelayConsumer,
+  DelayDriver,
+  Delivery,
+  DeliveryOutcome,
+  RescheduleCommand,
+  ScheduleCommand,
+  ScheduleResult,
+  StoredAction,
+  StoredDeadAction,
+} from '../../interfaces/delay-driver.interface';
+import { PageRequest } from '../../interfaces/pending-action.interface';
+import { DelayClock, SystemClock, TimerHandle } from '../../time/clock';
+import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
+import { InFlightTracker } from '../in-flight-tracker';
+import { ActionArena, ActionQueue, READY, RUNNING } from './action-arena';
+import { TimingWheel } from './timing-wheel';
+
+export interface WheelDriverOptions {
+  /** The wheel's precision: actions fire at most one tick late. Default 100 ms. */
+  readonly tickMs?: number;
+  /** Default: the system clock. */
+  readonly clock?: DelayClock;
+}
+
+/** Per-topic bookkeeping: the key index, the due queue, the dead set. */
+class TopicState {
+  /** key → arena index, for every waiting or running action. */
+  readonly index = new Map<string, number>();
+  /** Due actions waiting for a free handler slot, oldest first. */
+  readonly ready = new ActionQueue();
+  readonly dead = new Map<string, StoredDeadAction>();
+  /** Handlers allowed at once here; 0 while no handler consumes the topic. */
+  concurrency = 0;
+  running = 0;
+  warnedUnhandled = false;
+
+  constructor(
+    readonly id: number,
+    readonly name: string,
+  ) {}
+}
+
+/**
+ * The in-memory driver: a hierarchical timing wheel over a compact arena,
+ * one clock timer for the whole process (armed for the next bucket that has
+ * work, so an idle process sleeps), and per-topic bounded dispatch.
+ *
+ * Guarantees: once per process; everything is lost when the process ends.
+ */
+export class WheelDriver implements DelayDriver {
+  readonly name = 'wheel';
+  readonly horizonMs = DEFAULT_HORIZON_MS;
+  readonly tickMs: number;
+
+  private readonly logger = new Logger(WheelDriver.name);
+  private readonly clock: DelayClock;
+  private readonly arena = new ActionArena();
+  private readonly wheel: TimingWheel;
+  private readonly topics = new Map<string, TopicState>();
+  private readonly topicsById: TopicState[] = [];
+  private readonly inFlight = new InFlightTracker();
+
+  private consumer: DelayConsumer | undefined;
+  private dispatching = false;
+  private closed = false;
+  private timer: TimerHandle | undefined;
+  private timerTick = Infinity;
+  private pumpQueued = false;
+
+  constructor(options: WheelDriverOptions = {}) {
+    this.tickMs = options.tickMs ?? 100;
+    if (!Number.isInteger(this.tickMs) || this.tickMs < 1) {
+      throw new RangeError(`WheelDriver tickMs must be a whole number of milliseconds >= 1, got ${this.tickMs}`);
+    }
+    this.clock = options.clock ?? new SystemClock();
+    this.wheel = new TimingWheel(this.arena, this.clock.now(), this.tickMs);
+    this.clock.trackIdle(() => this.whenIdle());
+  }
+
+  async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
+    const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
+    const topic = this.topic(command.topic);
+    const existing = topic.index.get(command.key);
+    if (existing !== undefined && command.ifExists === 'keep') {
+      return { action: this.snapshot(existing), outcome: 'kept' };
+    }
+    const i = this.arm(topic, command.key, command.payload, dueAt, existing);
+    return { action: this.snapshot(i), outcome: existing === undefined ? 'created' : 'replaced' };
+  }
+
+  async cancel(topic: string, key: string): Promise<boolean> {
+    const state = this.topics.get(topic);
+    const i = state?.index.get(key);
+    if (state === undefined || i === undefined) return false;
+    state.index.delete(key);
+    // A running action is left to its handler; its outcome will find it detached and drop it.
+    if (this.arena.where[i] !== RUNNING) {
+      this.unfile(state, i);
+      this.arena.free(i);
+    }
+    return true;
+  }
+
+  async reschedule(command: RescheduleCommand): Promise<StoredAction | null> {
+    const state = this.topics.get(command.topic);
+    const i = state?.index.get(command.key);
+    if (state === undefined || i === undefined) return null;
+    const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
+    const moved = this.arm(state, command.key, this.arena.payloads[i], dueAt, i, this.arena.attempt[i]);
+    return this.snapshot(moved);
+  }
+
+  async get(topic: string, key: string): Promise<StoredAction | null> {
+    const i = this.topics.get(topic)?.index.get(key);
+    return i === undefined ? null : this.snapshot(i);
+  }
+
+  async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
+    const state = this.topics.get(topic);
+    if (!state) return [];
+    const { dueAt, keys } = this.arena;
+    const indices = Array.from(state.index.values());
+    indices.sort((a, b) => dueAt[a] - dueAt[b] || compareStrings(keys[a] as string, keys[b] as string));
+    return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i));
+  }
+
+  async count(topic: string): Promise<number> {
+    return this.topics.get(topic)?.index.size ?? 0;
+  }
+
+  async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
+    const dead = this.topics.get(topic)?.dead;
+    return dead ? Array.from(dead.values()).slice(page.offset, page.offset + page.limit) : [];
+  }
+
+  async countDead(topic: string): Promise<number> {
+    return this.topics.get(topic)?.dead.size ?? 0;
+  }
+
+  async redrive(topic: string, key: string): Promise<boolean> {
+    const state = this.topics.get(topic);
+    const record = state?.dead.get(key);
+    if (state === undefined || record === undefined) return false;
+    state.dead.delete(key);
+    this.arm(state, key, record.payload, this.clock.now(), state.index.get(key));
+    return true;
+  }
+
+  async start(consumer: DelayConsumer): Promise<void> {
+    this.consumer = consumer;
+    for (const [name, concurrency] of consumer.topics) this.topic(name).concurrency = concurrency;
+    this.dispatching = true;
+    this.queuePump();
+  }
+
+  async drain(timeoutMs: number): Promise<void> {
+    this.dispatching = false;
+    this.disarmTimer();
+    const emptied = await this.inFlight.whenEmpty(timeoutMs);
+    if (!emptied) {
+      this.logger.warn(`${this.inFlight.size} delay handler(s) still running after the ${timeoutMs} ms shutdown timeout`);
+    }
+    let pending = 0;
+    for (const state of this.topics.values()) pending += state.index.size;
+    if (pending > 0) {
+      this.logger.warn(`${pending} pending delayed action(s) are dropped: the wheel driver keeps actions in memory only`);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.dispatching = false;
+    this.disarmTimer();
+  }
+
+  /** Resolves once no handler runs and no dispatch is queued (used by the virtual clock). */
+  async whenIdle(): Promise<void> {
+    while (this.pumpQueued || this.inFlight.size > 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  // ---- filing ----------------------------------------------------------
+
+  /**
+   * Arms `key` due at `dueAt`. Reuses the existing arena entry when it is
+   * waiting; a running one is detached instead (its late outcome is then
+   * ignored) and a fresh entry takes its place.
+   */
+  private arm(state: TopicState, key: string, payload: string | undefined, dueAt: number, existing: number | undefined, attempt = 1): number {
+    const { arena } = this;
+    let i: number;
+    if (existing !== undefined && arena.where[existing] !== RUNNING) {
+      i = existing;
+      this.unfile(state, i);
+      arena.payloads[i] = payload;
+      arena.dueAt[i] = dueAt;
+      arena.rearm(i);
+    } else {
+      i = arena.alloc(state.id, key, payload, dueAt);
+      state.index.set(key, i);
+    }
+    arena.attempt[i] = attempt;
+    this.file(state, i);
+    return i;
+  }
+
+  private file(state: TopicState, i: number): void {
+    const deadline = this.wheel.insert(i);
+    if (deadline < 0) {
+      this.arena.where[i] = READY;
+      state.ready.push(this.arena, i);
+      this.queuePump();
+    } else if (deadline < this.timerTick) {
+      this.armTimer(deadline);
+    }
+  }
+
+  private unfile(state: TopicState, i: number): void {
+    const where = this.arena.where[i];
+    if (where >= 0) this.wheel.remove(i);
+    else if (where === READY) state.ready.remove(this.arena, i);
+  }
+
+  // ---- time ------------------------------------------------------------
+
+  private armTimer(tick: number): void {
+    if (this.closed) return;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timerTick = tick;
+    const delay = Math.max(0, this.wheel.timeOf(tick) - this.clock.now());
+    this.timer = this.clock.setTimer(() => this.onTimer(), delay);
+  }
+
+  private disarmTimer(): void {
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerTick = Infinity;
+  }
+
+  /** The timer only moves due actions to their ready queues: user code never runs on this tick. */
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerTick = Infinity;
+    let due = 0;
+    this.wheel.advance(this.wheel.tickAt(this.clock.now()), (i) => {
+      const state = this.topicsById[this.arena.topicId[i]];
+      this.arena.where[i] = READY;
+      state.ready.push(this.arena, i);
+      due++;
+    });
+    const next = this.wheel.nextDeadline();
+    if (next !== Infinity) this.armTimer(next);
+    if (due > 0) this.queuePump();
+  }
+
+  // ---- dispatch --------------------------------------------------------
+
+  private queuePump(): void {
+    if (this.pumpQueued || !this.dispatching) return;
+    this.pumpQueued = true;
+    setImmediate(() => {
+      this.pumpQueued = false;
+      for (const state of this.topicsById) this.pump(state);
+    });
+  }
+
+  private pump(state: TopicState): void {
+    if (!this.dispatching || state.ready.size === 0) return;
+    if (state.concurrency === 0) {
+      if (!state.warnedUnhandled) {
+        state.warnedUnhandled = true;
+        this.logger.warn(`Actions of topic "${state.name}" are due but no @OnDelayExpired handler for it runs in this process; they stay pending`);
+      }
+      return;
+    }
+    while (state.running < state.concurrency && state.ready.size > 0) {
+      this.run(state, state.ready.shift(this.arena));
+    }
+  }
+
+  private run(state: TopicState, i: number): void {
+    const { arena } = this;
+    const consumer = this.consumer as DelayConsumer;
+    arena.where[i] = RUNNING;
+    state.running++;
+    this.inFlight.enter();
+    const delivery: Delivery = {
+      topic: state.name,
+      key: arena.keys[i] as string,
+      payload: arena.payloads[i],
+      dueAt: arena.dueAt[i],
+      firedAt: this.clock.now(),
+      attempt: arena.attempt[i],
+      token: String(arena.token[i]),
+    };
+    void consumer.handle(delivery).then((outcome) => {
+      state.running--;
+      this.settle(state, i, delivery, outcome);
+      this.inFlight.leave();
+      this.pump(state);
+    });
+  }
+
+  private settle(state: TopicState, i: number, delivery: Delivery, outcome: DeliveryOutcome): void {
+    const { arena } = this;
+    // Cancelled or re-armed while running (arm() never reuses a running
+    // entry): this outcome belongs to an arming that no longer exists.
+    if (state.index.get(delivery.key) !== i) {
+      arena.free(i);
+      return;
+    }
+    switch (outcome.kind) {
+      case 'completed':
+        state.index.delete(delivery.key);
+        arena.free(i);
+        break;
+      case 'retry':
+        arena.dueAt[i] = this.clock.now() + outcome.delayMs;
+        arena.attempt[i] = delivery.attempt + 1;
+        this.file(state, i);
+        break;
+      case 'dead':
+        state.index.delete(delivery.key);
+        state.dead.delete(delivery.key);
+        state.dead.set(delivery.key, {
+          topic: state.name,
+          key: delivery.key,
+          payload: delivery.payload,
+          dueAt: delivery.dueAt,
+          attempts: delivery.attempt,
+          error: outcome.error,
+          diedAt: this.clock.now(),
+        });
+        arena.free(i);
+        break;
+    }
+  }
+
+  // ---- helpers ---------------------------------------------------------
+
+  private topic(name: string): TopicState {
+    let state = this.topics.get(name);
+    if (!state) {
+      if (this.topicsById.length >= 0xffff) throw new RangeError('The wheel driver supports at most 65535 topics');
+      state = new TopicState(this.topicsById.length, name);
+      this.topics.set(name, state);
+      this.topicsById.push(state);
+    }
+    return state;
+  }
+
+  private snapshot(i: number): StoredAction {
+    const { arena } = this;
+    return {
+      topic: this.topicsById[arena.topicId[i]].name,
+      key: arena.keys[i] as string,
+      payload: arena.payloads[i],
+      dueAt: arena.dueAt[i],
+      attempt: arena.attempt[i],
+      state: arena.where[i] === RUNNING ? 'running' : 'waiting',
+    };
+  }
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,12 @@
+export { DelayError } from './delay.error';
+export { InvalidTopicError } from './invalid-topic.error';
+export { InvalidKeyError } from './invalid-key.error';
+export { InvalidDurationError } from './invalid-duration.error';
+export { DueTimeOutOfRangeError } from './due-time-out-of-range.error';
+export { InvalidScheduleOptionsError } from './invalid-schedule-options.error';
+export { PayloadNotSerializableError } from './payload-not-serializable.error';
+export { PayloadTooLargeError } from './payload-too-large.error';
+export { DuplicateHandlerError } from './duplicate-handler.error';
+export { ScopedHandlerError } from './scoped-handler.error';
+export { InvalidDelayOptionsError } from './invalid-delay-options.error';
+export { DriverUnavailableError } from './driver-unavailable.error';

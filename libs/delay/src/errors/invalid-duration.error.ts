@@ -1,0 +1,10 @@
+import { DelayError } from './delay.error';
+
+/** A duration that is negative, not finite, or a string that does not parse ('30s', '1h30m', '7d'). */
+export class InvalidDurationError extends DelayError {
+  readonly code = 'ERR_DELAY_INVALID_DURATION';
+
+  constructor(readonly value: unknown, reason: string) {
+    super(`Invalid duration ${typeof value === 'string' ? JSON.stringify(value) : String(value)}: ${reason}`);
+  }
+}

@@ -1,0 +1,10 @@
+import { DelayError } from './delay.error';
+
+/** A topic that is empty, too long, or uses characters outside [A-Za-z0-9._:-]. */
+export class InvalidTopicError extends DelayError {
+  readonly code = 'ERR_DELAY_INVALID_TOPIC';
+
+  constructor(readonly topic: unknown, reason: string) {
+    super(`Invalid delay topic ${JSON.stringify(topic)}: ${reason}`);
+  }
+}

@@ -1,0 +1,35 @@
+// The public API of nestjs-delay. Anything not exported here is internal.
+export { DelayModule } from './delay.module';
+export { DelayService } from './delay.service';
+export { OnDelayExpired } from './decorators/on-delay-expired.decorator';
+export { DELAY_DRIVER } from './delay.constants';
+
+export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig } from './interfaces/delay-module-options.interface';
+export type { DelayHandlerOptions, BackoffOption } from './interfaces/delay-handler-options.interface';
+export type { DelayContext } from './interfaces/delay-context.interface';
+export type { DelayEvent, DelayEventType } from './interfaces/delay-event.interface';
+export type { PendingAction, DeadAction, ActionState, Page, PageRequest } from './interfaces/pending-action.interface';
+export type { ScheduleOptions, DueTime, IfExists } from './interfaces/schedule-options.interface';
+export type {
+  DelayDriver,
+  DelayConsumer,
+  Delivery,
+  DeliveryOutcome,
+  DueSpec,
+  ScheduleCommand,
+  RescheduleCommand,
+  ScheduleResult,
+  StoredAction,
+  StoredDeadAction,
+} from './interfaces/delay-driver.interface';
+
+export { WheelDriver } from './drivers/wheel/wheel.driver';
+export type { WheelDriverOptions } from './drivers/wheel/wheel.driver';
+
+export { DelayClock, SystemClock } from './time/clock';
+export type { TimerHandle } from './time/clock';
+export { VirtualClock } from './time/virtual-clock';
+export { parseDuration } from './time/duration';
+export type { Duration } from './time/duration';
+
+export * from './errors';

@@ -1,0 +1,108 @@
+import { IfExists } from './schedule-options.interface';
+import { ActionState, PageRequest } from './pending-action.interface';
+
+/**
+ * The contract between DelayService and a storage/timing backend. The wheel
+ * and Redis drivers implement it; so can a custom one. Inputs arrive already
+ * validated (topic, key, payload serialised to JSON); the driver owns time:
+ * it turns a relative delay into a due time on its own clock.
+ */
+export interface DelayDriver {
+  /** Shown in logs: 'wheel', 'redis', ... */
+  readonly name: string;
+  /** The furthest ahead, in ms, a due time may be. */
+  readonly horizonMs: number;
+
+  schedule(command: ScheduleCommand): Promise<ScheduleResult>;
+  /** Removes the action, waiting or running (a running one is then never retried). True if there was one. */
+  cancel(topic: string, key: string): Promise<boolean>;
+  /** Moves an existing action, keeping its payload. Null if there is none. */
+  reschedule(command: RescheduleCommand): Promise<StoredAction | null>;
+  get(topic: string, key: string): Promise<StoredAction | null>;
+  /** Ordered by due time, then key. */
+  list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]>;
+  count(topic: string): Promise<number>;
+
+  listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]>;
+  countDead(topic: string): Promise<number>;
+  /** Moves a dead action back to pending, due now, attempt 1. False if there was none. */
+  redrive(topic: string, key: string, maxPastMs: number): Promise<boolean>;
+
+  /** Starts handing due actions of the consumer's topics to it. */
+  start(consumer: DelayConsumer): Promise<void>;
+  /** Stops taking new work and waits up to `timeoutMs` for running handlers. */
+  drain(timeoutMs: number): Promise<void>;
+  /** Releases timers and connections. */
+  close(): Promise<void>;
+}
+
+/** A due time as the caller gave it; the driver resolves it on its own clock. */
+export type DueSpec = { readonly delayMs: number } | { readonly atMs: number };
+
+export interface ScheduleCommand {
+  readonly topic: string;
+  readonly key: string;
+  readonly due: DueSpec;
+  /** JSON text, or undefined for no payload. */
+  readonly payload: string | undefined;
+  readonly ifExists: IfExists;
+  /** How far in the past an absolute `at` may be before it is refused. */
+  readonly maxPastMs: number;
+}
+
+export interface RescheduleCommand {
+  readonly topic: string;
+  readonly key: string;
+  readonly due: DueSpec;
+  readonly maxPastMs: number;
+}
+
+export interface StoredAction {
+  readonly topic: string;
+  readonly key: string;
+  readonly payload: string | undefined;
+  readonly dueAt: number;
+  readonly attempt: number;
+  readonly state: ActionState;
+}
+
+export interface ScheduleResult {
+  readonly action: StoredAction;
+  /** 'kept' when ifExists was 'keep' and an action already existed. */
+  readonly outcome: 'created' | 'replaced' | 'kept';
+}
+
+export interface StoredDeadAction {
+  readonly topic: string;
+  readonly key: string;
+  readonly payload: string | undefined;
+  readonly dueAt: number;
+  readonly attempts: number;
+  readonly error: string;
+  readonly diedAt: number;
+}
+
+/** One run of one action, handed by a driver to its consumer. */
+export interface Delivery {
+  readonly topic: string;
+  readonly key: string;
+  readonly payload: string | undefined;
+  readonly dueAt: number;
+  readonly firedAt: number;
+  readonly attempt: number;
+  /** Identifies this arming of the action; outcomes for a stale token are ignored. */
+  readonly token: string;
+}
+
+export type DeliveryOutcome =
+  | { readonly kind: 'completed' }
+  | { readonly kind: 'retry'; readonly delayMs: number; readonly error: string }
+  | { readonly kind: 'dead'; readonly error: string };
+
+/** What a driver feeds: the topics handled here, and the function that runs one delivery. */
+export interface DelayConsumer {
+  /** Topic → how many of its handlers may run at once in this process. */
+  readonly topics: ReadonlyMap<string, number>;
+  /** Runs the handler; never rejects. The driver applies the outcome. */
+  handle(delivery: Delivery): Promise<DeliveryOutcome>;
+}

@@ -1,0 +1,24 @@
+export type DelayEventType =
+  | 'scheduled'
+  | 'rescheduled'
+  | 'cancelled'
+  | 'fired'
+  | 'completed'
+  | 'failed'
+  | 'retrying'
+  | 'dead'
+  | 'redriven';
+
+/** One thing that happened to an action, as `DelayService.events$` reports it. */
+export interface DelayEvent {
+  readonly type: DelayEventType;
+  readonly topic: string;
+  readonly key: string;
+  readonly at: Date;
+  readonly attempt?: number;
+  readonly dueAt?: Date;
+  /** The handler's error message, on failed / retrying / dead. */
+  readonly error?: string;
+  /** On retrying: when the next attempt is due. */
+  readonly retryAt?: Date;
+}

@@ -1,0 +1,16 @@
+import { Duration } from '../time/duration';
+
+/** How long to wait before retry number n (n = 1 for the first retry). */
+export type BackoffOption =
+  | Duration
+  | { readonly type: 'fixed'; readonly delay: Duration }
+  | { readonly type: 'exponential'; readonly delay: Duration; readonly maxDelay?: Duration };
+
+export interface DelayHandlerOptions {
+  /** Runs in all, the first included, before the action is dead-lettered. Default 3. */
+  readonly attempts?: number;
+  /** Wait between failed runs. Default exponential from 1s, at most 1h. */
+  readonly backoff?: BackoffOption;
+  /** Handlers of this topic running at once in this process. Default 10. */
+  readonly concurrency?: number;
+}

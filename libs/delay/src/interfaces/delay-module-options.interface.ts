@@ -1,0 +1,31 @@
+import { DelayClock } from '../time/clock';
+import { Duration } from '../time/duration';
+import { DelayDriver } from './delay-driver.interface';
+import { DelayHandlerOptions } from './delay-handler-options.interface';
+
+/** The in-memory driver (the default). */
+export interface WheelDriverConfig {
+  readonly type: 'wheel';
+  /** Precision: an action fires at most one tick after its due time. Default 100 ms. */
+  readonly tickMs?: number;
+}
+
+/** `driver` is one of the built-in drivers by config, or any DelayDriver instance. */
+export type DelayDriverConfig = WheelDriverConfig | DelayDriver;
+
+export interface DelayModuleOptions {
+  /** Default `{ type: 'wheel' }`. */
+  readonly driver?: DelayDriverConfig;
+  /** The clock of the wheel driver; a VirtualClock in tests. Default: the system clock. */
+  readonly clock?: DelayClock;
+  /** Defaults for every @OnDelayExpired handler; each handler may override them. */
+  readonly defaults?: DelayHandlerOptions;
+  /** Largest payload, as JSON bytes. Default 65536. */
+  readonly maxPayloadBytes?: number;
+  /** How far in the past an absolute `at` may be (it then fires at once). Default '1d'. */
+  readonly maxPast?: Duration;
+  /** How long shutdown waits for running handlers. Default '10s'. */
+  readonly shutdownTimeout?: Duration;
+  /** Set false on an instance that only schedules and must run no handler. Default true. */
+  readonly consume?: boolean;
+}

@@ -1,0 +1,38 @@
+/** Where an action is in its life: waiting for its due time, or its handler is running. */
+export type ActionState = 'waiting' | 'running';
+
+/** A pending action as `get` and `list` report it. */
+export interface PendingAction<TPayload = unknown> {
+  readonly topic: string;
+  readonly key: string;
+  readonly payload: TPayload | undefined;
+  readonly dueAt: Date;
+  /** The attempt its next (or current) run is: 1 for a first run. */
+  readonly attempt: number;
+  readonly state: ActionState;
+}
+
+/** An action that used up its attempts, kept until it is re-driven. */
+export interface DeadAction<TPayload = unknown> {
+  readonly topic: string;
+  readonly key: string;
+  readonly payload: TPayload | undefined;
+  readonly dueAt: Date;
+  readonly attempts: number;
+  readonly error: string;
+  readonly diedAt: Date;
+}
+
+export interface PageRequest {
+  /** How many to skip; default 0. */
+  readonly offset?: number;
+  /** How many at most; default 100, at most 1000. */
+  readonly limit?: number;
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  readonly total: number;
+  readonly offset: number;
+  readonly limit: number;
+}
