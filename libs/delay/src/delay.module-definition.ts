@@ -121,6 +121,23 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
     }
     return driver;
   }
+  if (driver.type === 'redis') {
+    const sources = [driver.url, driver.options, driver.client].filter((source) => source !== undefined).length;
+    if (sources > 1) problems.push('driver: give one of url, options or client, not several');
+    if (driver.url !== undefined && (typeof driver.url !== 'string' || !/^rediss?:\/\//.test(driver.url))) {
+      problems.push(`driver.url must start with redis:// or rediss://, got ${JSON.stringify(driver.url)}`);
+    }
+    if (driver.prefix !== undefined && (typeof driver.prefix !== 'string' || !/^[A-Za-z0-9._:-]{1,64}$/.test(driver.prefix))) {
+      problems.push(`driver.prefix must be 1 to 64 of [A-Za-z0-9._:-], got ${JSON.stringify(driver.prefix)}`);
+    }
+    if (driver.lease !== undefined && duration(driver.lease, undefined, 'driver.lease', problems) < 1_000) {
+      problems.push('driver.lease must be at least 1s');
+    }
+    if (driver.claimBatch !== undefined && positiveInteger(driver.claimBatch, 1, 'driver.claimBatch', problems) > 1000) {
+      problems.push('driver.claimBatch must be at most 1000');
+    }
+    return driver;
+  }
   problems.push(`driver.type must be 'wheel' or 'redis', got ${JSON.stringify((driver as { type: unknown }).type)}`);
   return { type: 'wheel' };
 }

@@ -1,3 +1,4 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { DelayClock } from '../time/clock';
 import { Duration } from '../time/duration';
 import { DelayDriver } from './delay-driver.interface';
@@ -10,8 +11,32 @@ export interface WheelDriverConfig {
   readonly tickMs?: number;
 }
 
+/**
+ * The durable driver: sorted sets and Lua scripts on Redis (ioredis). Give
+ * one of `url`, `options` or `client`; with none, it connects to
+ * redis://localhost:6379.
+ */
+export interface RedisDriverConfig {
+  readonly type: 'redis';
+  /** e.g. 'redis://localhost:6379/0'. */
+  readonly url?: string;
+  /** ioredis options (host, port, password, tls, ...). */
+  readonly options?: RedisOptions;
+  /**
+   * An existing ioredis client or Cluster. The driver duplicates it for its
+   * subscriber connection and leaves it open at shutdown: it is yours.
+   */
+  readonly client?: Redis | Cluster;
+  /** Prefix of every key, so several apps can share one Redis. Default 'delay'. */
+  readonly prefix?: string;
+  /** How long a claimed action is leased to this instance; running handlers renew it. Default '30s'. */
+  readonly lease?: Duration;
+  /** Most actions claimed in one round trip. Default 100. */
+  readonly claimBatch?: number;
+}
+
 /** `driver` is one of the built-in drivers by config, or any DelayDriver instance. */
-export type DelayDriverConfig = WheelDriverConfig | DelayDriver;
+export type DelayDriverConfig = WheelDriverConfig | RedisDriverConfig | DelayDriver;
 
 export interface DelayModuleOptions {
   /** Default `{ type: 'wheel' }`. */

@@ -1,0 +1,26 @@
+--[[
+bury: moves a run that used up its attempts to the dead set.
+
+KEYS[1] env HASH
+KEYS[2] active ZSET
+KEYS[3] dead HASH     field = key, value = "attempts|dueAt|diedAt|errorLength|" .. error .. payload
+KEYS[4] dead-index ZSET  member = key, score = died at (ms)
+ARGV[1] key
+ARGV[2] token of the run
+ARGV[3] error message
+
+Returns 1 if buried, 0 if the token no longer matches.
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local key = ARGV[1]
+local envelope = redis.call('HGET', KEYS[1], key)
+if not envelope then return 0 end
+local token, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+if token ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], key)
+redis.call('ZREM', KEYS[2], key)
+local diedAt = string.format('%d', now)
+redis.call('HSET', KEYS[3], key, attempt .. '|' .. dueAt .. '|' .. diedAt .. '|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. payload)
+redis.call('ZADD', KEYS[4], now, key)
+return 1

@@ -1,0 +1,19 @@
+--[[
+complete: acks a successful run. Only the arming that ran is removed: if the
+action was re-armed, rescheduled or cancelled meanwhile, the token differs
+and nothing changes.
+
+KEYS[1] env HASH
+KEYS[2] active ZSET
+ARGV[1] key
+ARGV[2] token of the run
+
+Returns 1 if acked, 0 if the token no longer matches.
+]]
+local envelope = redis.call('HGET', KEYS[1], ARGV[1])
+if not envelope then return 0 end
+local token = string.match(envelope, '^([^|]*)|')
+if token ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1

@@ -1,0 +1,30 @@
+--[[
+redrive: puts a dead action back, due now, attempt 1. An action pending for
+the same key is replaced.
+
+KEYS[1] due ZSET
+KEYS[2] env HASH
+KEYS[3] active ZSET
+KEYS[4] seq STRING
+KEYS[5] dead HASH
+KEYS[6] dead-index ZSET
+ARGV[1] key
+ARGV[2] wake channel
+
+Returns 1 if re-driven, 0 if there was no such dead action.
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local key = ARGV[1]
+local record = redis.call('HGET', KEYS[5], key)
+if not record then return 0 end
+local errorLength, rest = string.match(record, '^[^|]*|[^|]*|[^|]*|([^|]*)|(.*)$')
+local payload = string.sub(rest, tonumber(errorLength) + 1)
+redis.call('HDEL', KEYS[5], key)
+redis.call('ZREM', KEYS[6], key)
+local token = redis.call('INCR', KEYS[4])
+redis.call('HSET', KEYS[2], key, token .. '|1|' .. string.format('%d', now) .. '|' .. payload)
+redis.call('ZREM', KEYS[3], key)
+redis.call('ZADD', KEYS[1], now, key)
+redis.call('PUBLISH', ARGV[2], string.format('%d', now))
+return 1

@@ -1,0 +1,32 @@
+--[[
+release: hands unfinished runs back at shutdown, due now, same attempt, with
+a new token so the abandoned run's late ack changes nothing.
+
+KEYS[1] due ZSET
+KEYS[2] env HASH
+KEYS[3] active ZSET
+KEYS[4] seq STRING
+ARGV[1] wake channel
+ARGV[2], ARGV[3], ...: key, token pairs
+
+Returns how many runs were handed back.
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local released = 0
+for i = 2, #ARGV, 2 do
+  local key = ARGV[i]
+  local envelope = redis.call('HGET', KEYS[2], key)
+  if envelope then
+    local token, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    if token == ARGV[i + 1] then
+      local fresh = redis.call('INCR', KEYS[4])
+      redis.call('HSET', KEYS[2], key, fresh .. '|' .. attempt .. '|' .. dueAt .. '|' .. payload)
+      redis.call('ZREM', KEYS[3], key)
+      redis.call('ZADD', KEYS[1], now, key)
+      released = released + 1
+    end
+  end
+end
+if released > 0 then redis.call('PUBLISH', ARGV[1], string.format('%d', now)) end
+return released

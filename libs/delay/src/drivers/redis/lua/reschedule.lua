@@ -1,0 +1,39 @@
+--[[
+reschedule: moves an existing action to a new due time; payload and attempt are kept.
+
+KEYS[1] due ZSET
+KEYS[2] env HASH
+KEYS[3] active ZSET
+KEYS[4] seq STRING
+ARGV[1] key
+ARGV[2] 'delay' or 'at'
+ARGV[3] the delay or the absolute due time, ms
+ARGV[4] max past, ms
+ARGV[5] horizon, ms
+ARGV[6] wake channel
+
+Returns {status, envelope, now}
+  status 1 moved, 0 no such action, -1 too far in the past, -2 beyond the horizon
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local key = ARGV[1]
+
+local existing = redis.call('HGET', KEYS[2], key)
+if not existing then return {0, '', now} end
+
+local dueAt
+if ARGV[2] == 'delay' then dueAt = now + tonumber(ARGV[3]) else dueAt = tonumber(ARGV[3]) end
+if dueAt < now - tonumber(ARGV[4]) then return {-1, tostring(dueAt), now} end
+if dueAt > now + tonumber(ARGV[5]) then return {-2, tostring(dueAt), now} end
+
+local _, attempt, _, payload = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+local token = redis.call('INCR', KEYS[4])
+local envelope = token .. '|' .. attempt .. '|' .. string.format('%d', dueAt) .. '|' .. payload
+redis.call('HSET', KEYS[2], key, envelope)
+redis.call('ZADD', KEYS[1], dueAt, key)
+redis.call('ZREM', KEYS[3], key)
+
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] == key then redis.call('PUBLISH', ARGV[6], string.format('%d', dueAt)) end
+return {1, envelope, now}

@@ -1,0 +1,27 @@
+--[[
+retry: puts a failed run back, due after the backoff, as the next attempt.
+
+KEYS[1] due ZSET
+KEYS[2] env HASH
+KEYS[3] active ZSET
+ARGV[1] key
+ARGV[2] token of the run
+ARGV[3] backoff, ms
+ARGV[4] wake channel
+
+Returns 1 if re-queued, 0 if the token no longer matches.
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local key = ARGV[1]
+local envelope = redis.call('HGET', KEYS[2], key)
+if not envelope then return 0 end
+local token, attempt, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+if token ~= ARGV[2] then return 0 end
+local dueAt = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[2], key, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. string.format('%d', dueAt) .. '|' .. payload)
+redis.call('ZREM', KEYS[3], key)
+redis.call('ZADD', KEYS[1], dueAt, key)
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] == key then redis.call('PUBLISH', ARGV[4], string.format('%d', dueAt)) end
+return 1

@@ -1,0 +1,33 @@
+/**
+ * The keys of one topic. They share the hash tag `{prefix:topic}`, so every
+ * script touches a single Redis Cluster slot.
+ */
+export interface TopicKeys {
+  /** ZSET of waiting actions, scored by due time. */
+  readonly due: string;
+  /** HASH key → envelope "token|attempt|dueAt|payload". */
+  readonly env: string;
+  /** ZSET of running actions, scored by lease expiry. */
+  readonly active: string;
+  /** Counter minting arming tokens. */
+  readonly seq: string;
+  /** HASH key → dead record. */
+  readonly dead: string;
+  /** ZSET of dead keys, scored by time of death (the listing order). */
+  readonly deadIndex: string;
+  /** Pub/sub channel told of a new earliest due time. */
+  readonly wake: string;
+}
+
+export function topicKeys(prefix: string, topic: string): TopicKeys {
+  const base = `${prefix}:{${topic}}`;
+  return {
+    due: `${base}:due`,
+    env: `${base}:env`,
+    active: `${base}:active`,
+    seq: `${base}:seq`,
+    dead: `${base}:dead`,
+    deadIndex: `${base}:dead-index`,
+    wake: `${base}:wake`,
+  };
+}

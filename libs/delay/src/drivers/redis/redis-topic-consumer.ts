@@ -1,0 +1,190 @@
+import { Logger } from '@nestjs/common';
+import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
+import { InFlightTracker } from '../in-flight-tracker';
+import { RedisConnection } from './redis-connection';
+import { parseEnvelope } from './redis-envelope';
+import { TopicKeys } from './redis-keys';
+
+/** How long to wait before trying Redis again after a failed round trip. */
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 2_000;
+
+export interface TopicConsumerSettings {
+  readonly topic: string;
+  readonly keys: TopicKeys;
+  readonly concurrency: number;
+  readonly claimBatch: number;
+  readonly leaseMs: number;
+}
+
+/**
+ * Consumes one topic in this process. It sleeps until the topic's next due
+ * time (as the claim script reports it, in Redis time) and is woken earlier
+ * by the topic's wake channel. A wake that arrives while a claim is in
+ * flight is remembered and applied when the claim returns, so no wake-up is
+ * lost between reading the next due time and arming the timer.
+ */
+export class RedisTopicConsumer {
+  private readonly logger = new Logger(RedisTopicConsumer.name);
+  /** Runs going on here, for lease renewal and release at shutdown. */
+  readonly running = new Set<Delivery>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private claiming = false;
+  private claimAgain = false;
+  private wakeDuringClaim = Infinity;
+  private stopped = false;
+  private failures = 0;
+  /** The last claim could not take everything due: finishing runs claim more. */
+  private backlog = false;
+
+  constructor(
+    private readonly settings: TopicConsumerSettings,
+    private readonly connection: RedisConnection,
+    private readonly consumer: DelayConsumer,
+    private readonly inFlight: InFlightTracker,
+    /** Redis time minus local time, kept fresh from every script reply. */
+    private readonly clockSkew: { value: number },
+  ) {}
+
+  /** Something is due at `at` (Redis ms): make sure we look by then. */
+  wake(at: number): void {
+    if (this.stopped) return;
+    if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
+    else this.armAt(at);
+  }
+
+  /** Looks now: at start, after a reconnect, when a handler slot frees up. */
+  kick(): void {
+    void this.claim();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.disarm();
+  }
+
+  private armAt(at: number): void {
+    if (at >= this.timerAt) return;
+    this.disarm();
+    this.timerAt = at;
+    // +1 ms: never look before the due time by Redis's clock, or the claim finds nothing.
+    const delay = Math.max(0, at - (Date.now() + this.clockSkew.value) + 1);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      void this.claim();
+    }, Math.min(delay, 2_147_483_647));
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private async claim(): Promise<void> {
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    const capacity = this.settings.concurrency - this.running.size;
+    const limit = Math.min(capacity, this.settings.claimBatch);
+    this.claiming = true;
+    this.claimAgain = false;
+    this.wakeDuringClaim = Infinity;
+    let reply: Array<string | number>;
+    try {
+      const { keys, leaseMs } = this.settings;
+      reply = await this.connection.run<Array<string | number>>('claim', [keys.due, keys.env, keys.active, keys.seq], [Math.max(0, limit), leaseMs]);
+      this.failures = 0;
+    } catch (error) {
+      this.claiming = false;
+      this.retryLater(error);
+      return;
+    }
+    this.claiming = false;
+    const now = Number(reply[0]);
+    this.clockSkew.value = now - Date.now();
+    let claimed = 0;
+    for (let n = 2; n < reply.length; n += 2) {
+      this.run(String(reply[n]), String(reply[n + 1]), now);
+      claimed++;
+    }
+    if (this.stopped) return;
+
+    const next = Number(reply[1]);
+    const nextAt = Math.min(next < 0 ? Infinity : next, this.wakeDuringClaim);
+    this.backlog = (limit > 0 && claimed === limit) || (limit <= 0 && nextAt <= now);
+    if (this.claimAgain || (this.backlog && this.hasRoom())) {
+      setImmediate(() => void this.claim());
+    } else if (!this.backlog && nextAt !== Infinity) {
+      this.armAt(nextAt);
+    }
+  }
+
+  /** Enough free handler slots to make a claim round trip worth it. */
+  private hasRoom(): boolean {
+    const free = this.settings.concurrency - this.running.size;
+    return this.running.size === 0 || free >= Math.max(1, Math.floor(Math.min(this.settings.concurrency, this.settings.claimBatch) / 2));
+  }
+
+  private retryLater(error: unknown): void {
+    if (this.stopped) return;
+    this.failures++;
+    const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(this.failures, 6));
+    if (this.failures === 1 || this.failures % 20 === 0) {
+      this.logger.warn(`Claiming "${this.settings.topic}" failed (${error instanceof Error ? error.message : String(error)}); retrying`);
+    }
+    this.armAt(Date.now() + this.clockSkew.value + delay);
+  }
+
+  private run(key: string, text: string, now: number): void {
+    const envelope = parseEnvelope(text);
+    const delivery: Delivery = {
+      topic: this.settings.topic,
+      key,
+      payload: envelope.payload,
+      dueAt: envelope.dueAt,
+      firedAt: now,
+      attempt: envelope.attempt,
+      token: envelope.token,
+    };
+    this.running.add(delivery);
+    this.inFlight.enter();
+    void this.consumer
+      .handle(delivery)
+      .then((outcome) => this.settle(delivery, outcome))
+      .finally(() => {
+        this.running.delete(delivery);
+        this.inFlight.leave();
+        // Due work that did not fit before is claimed as slots free up.
+        if (!this.stopped && this.backlog && this.hasRoom()) void this.claim();
+      });
+  }
+
+  /** Records the outcome, retrying while Redis is away; if it never comes back, the lease expires and the run is redone. */
+  private async settle(delivery: Delivery, outcome: DeliveryOutcome): Promise<void> {
+    const { keys } = this.settings;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (outcome.kind === 'completed') {
+          await this.connection.run('complete', [keys.env, keys.active], [delivery.key, delivery.token]);
+        } else if (outcome.kind === 'retry') {
+          await this.connection.run('retry', [keys.due, keys.env, keys.active], [delivery.key, delivery.token, outcome.delayMs, keys.wake]);
+        } else {
+          await this.connection.run('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [delivery.key, delivery.token, outcome.error]);
+        }
+        return;
+      } catch (error) {
+        if (!(error instanceof DriverUnavailableError) || attempt >= 50) {
+          this.logger.error(`Could not record the outcome of "${this.settings.topic}" / "${delivery.key}": ${error instanceof Error ? error.message : String(error)}; it will run again when its lease expires`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(RETRY_MAX_MS, RETRY_MIN_MS * attempt)));
+      }
+    }
+  }
+}

@@ -1,0 +1,239 @@
+import { Logger } from '@nestjs/common';
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
+import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
+import {
+  DelayConsumer,
+  DelayDriver,
+  DueSpec,
+  RescheduleCommand,
+  ScheduleCommand,
+  ScheduleResult,
+  StoredAction,
+  StoredDeadAction,
+} from '../../interfaces/delay-driver.interface';
+import { RedisDriverConfig } from '../../interfaces/delay-module-options.interface';
+import { PageRequest } from '../../interfaces/pending-action.interface';
+import { parseDuration } from '../../time/duration';
+import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
+import { InFlightTracker } from '../in-flight-tracker';
+import { describe, RedisClient, RedisConnection } from './redis-connection';
+import { parseDeadRecord, toStoredAction } from './redis-envelope';
+import { TopicKeys, topicKeys } from './redis-keys';
+import { RedisTopicConsumer } from './redis-topic-consumer';
+
+type Reply = Array<string | number>;
+
+/**
+ * The durable driver. Per topic: a due ZSET, an envelope HASH, an active
+ * ZSET of leases and a dead set, all under one hash tag; every change is one
+ * Lua script, and every time is the Redis server's.
+ *
+ * Guarantees: survives process restarts (and Redis restarts with AOF);
+ * at-least-once, and in normal operation exactly one instance runs each
+ * action; a crashed instance's runs are redone once their lease expires.
+ */
+export class RedisDriver implements DelayDriver {
+  readonly name = 'redis';
+  readonly horizonMs = DEFAULT_HORIZON_MS;
+
+  private readonly logger = new Logger(RedisDriver.name);
+  private readonly connection: RedisConnection;
+  private readonly prefix: string;
+  private readonly leaseMs: number;
+  private readonly claimBatch: number;
+  private readonly keysByTopic = new Map<string, TopicKeys>();
+  private readonly consumers = new Map<string, RedisTopicConsumer>();
+  private readonly inFlight = new InFlightTracker();
+  private readonly clockSkew = { value: 0 };
+  private subscriber: RedisClient | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
+
+  constructor(config: RedisDriverConfig) {
+    this.connection = new RedisConnection(config);
+    this.prefix = config.prefix ?? 'delay';
+    this.leaseMs = parseDuration(config.lease ?? '30s');
+    this.claimBatch = config.claimBatch ?? 100;
+  }
+
+  /** Opens the connection; bootstrap fails with DriverUnavailableError if Redis cannot be reached. */
+  async connect(): Promise<void> {
+    await this.connection.connect();
+  }
+
+  async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
+    const keys = this.keys(command.topic);
+    const [mode, value] = dueArgs(command.due);
+    const reply = await this.connection.run<Reply>(
+      'schedule',
+      [keys.due, keys.env, keys.active, keys.seq],
+      [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake],
+    );
+    const status = this.checkStatus(reply, command.maxPastMs);
+    const outcome = status === 1 ? 'created' : status === 2 ? 'replaced' : 'kept';
+    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1), outcome };
+  }
+
+  async cancel(topic: string, key: string): Promise<boolean> {
+    const keys = this.keys(topic);
+    return (await this.connection.run<number>('cancel', [keys.due, keys.env, keys.active], [key])) === 1;
+  }
+
+  async reschedule(command: RescheduleCommand): Promise<StoredAction | null> {
+    const keys = this.keys(command.topic);
+    const [mode, value] = dueArgs(command.due);
+    const reply = await this.connection.run<Reply>(
+      'reschedule',
+      [keys.due, keys.env, keys.active, keys.seq],
+      [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
+    );
+    if (this.checkStatus(reply, command.maxPastMs) === 0) return null;
+    return toStoredAction(command.topic, command.key, String(reply[1]), false);
+  }
+
+  async get(topic: string, key: string): Promise<StoredAction | null> {
+    const keys = this.keys(topic);
+    const reply = await this.connection.run<Reply | null>('get', [keys.env, keys.active], [key]);
+    return reply ? toStoredAction(topic, key, String(reply[0]), Number(reply[1]) === 1) : null;
+  }
+
+  async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
+    const keys = this.keys(topic);
+    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active], [page.offset, page.limit]);
+    const actions: StoredAction[] = [];
+    for (let n = 0; n < reply.length; n += 3) {
+      actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1));
+    }
+    return actions;
+  }
+
+  async count(topic: string): Promise<number> {
+    return this.command(() => this.connection.client.hlen(this.keys(topic).env));
+  }
+
+  async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
+    const keys = this.keys(topic);
+    const members = await this.command(() => this.connection.client.zrange(keys.deadIndex, page.offset, page.offset + page.limit - 1));
+    if (members.length === 0) return [];
+    const records = await this.command(() => this.connection.client.hmget(keys.dead, ...members));
+    return members.flatMap((key, n) => {
+      const record = records[n];
+      return record === null ? [] : [parseDeadRecord(topic, key, record)];
+    });
+  }
+
+  async countDead(topic: string): Promise<number> {
+    return this.command(() => this.connection.client.zcard(this.keys(topic).deadIndex));
+  }
+
+  async redrive(topic: string, key: string): Promise<boolean> {
+    const keys = this.keys(topic);
+    const reply = await this.connection.run<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [key, keys.wake]);
+    return reply === 1;
+  }
+
+  async start(consumer: DelayConsumer): Promise<void> {
+    if (consumer.topics.size === 0) return;
+    const byChannel = new Map<string, RedisTopicConsumer>();
+    for (const [topic, concurrency] of consumer.topics) {
+      const keys = this.keys(topic);
+      const topicConsumer = new RedisTopicConsumer(
+        { topic, keys, concurrency, claimBatch: this.claimBatch, leaseMs: this.leaseMs },
+        this.connection,
+        consumer,
+        this.inFlight,
+        this.clockSkew,
+      );
+      this.consumers.set(topic, topicConsumer);
+      byChannel.set(keys.wake, topicConsumer);
+    }
+    const subscriber = await this.connection.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on('message', (channel: string, message: string) => byChannel.get(channel)?.wake(Number(message)));
+    // After a reconnect ioredis re-subscribes; wakes sent meanwhile were lost, so every topic looks again.
+    let connectedOnce = false;
+    subscriber.on('ready', () => {
+      if (connectedOnce) for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
+      connectedOnce = true;
+    });
+    await subscriber.subscribe(...byChannel.keys());
+    for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
+    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(500, Math.floor(this.leaseMs / 3)));
+  }
+
+  async drain(timeoutMs: number): Promise<void> {
+    for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
+    if (this.subscriber) {
+      this.subscriber.disconnect();
+      this.subscriber = undefined;
+    }
+    const emptied = await this.inFlight.whenEmpty(timeoutMs);
+    if (!emptied) await this.releaseRunning();
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    this.leaseTimer = undefined;
+  }
+
+  async close(): Promise<void> {
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    this.subscriber?.disconnect();
+    await this.connection.close();
+  }
+
+  // ---- helpers ---------------------------------------------------------
+
+  private keys(topic: string): TopicKeys {
+    let keys = this.keysByTopic.get(topic);
+    if (!keys) {
+      keys = topicKeys(this.prefix, topic);
+      this.keysByTopic.set(topic, keys);
+    }
+    return keys;
+  }
+
+  /** Turns a script's range refusal into the same typed error the wheel throws. */
+  private checkStatus(reply: Reply, maxPastMs: number): number {
+    const status = Number(reply[0]);
+    if (status === -1) throw new DueTimeOutOfRangeError(Number(reply[1]), `more than ${maxPastMs} ms in the past (option maxPast)`);
+    if (status === -2) throw new DueTimeOutOfRangeError(Number(reply[1]), `beyond the driver's horizon of ${this.horizonMs} ms from now`);
+    this.clockSkew.value = Number(reply[2]) - Date.now();
+    return status;
+  }
+
+  private async command<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw new DriverUnavailableError(`Redis did not answer: ${describe(error)}`, error);
+    }
+  }
+
+  private async renewLeases(): Promise<void> {
+    for (const [topic, topicConsumer] of this.consumers) {
+      if (topicConsumer.running.size === 0) continue;
+      const keys = this.keys(topic);
+      const pairs = Array.from(topicConsumer.running, (delivery) => [delivery.key, delivery.token]).flat();
+      await this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...pairs]).catch((error: unknown) => {
+        this.logger.warn(`Could not renew leases: ${describe(error)}`);
+      });
+    }
+  }
+
+  /** Shutdown timed out: hand the runs still going back to Redis so another instance takes them now. */
+  private async releaseRunning(): Promise<void> {
+    for (const [topic, topicConsumer] of this.consumers) {
+      if (topicConsumer.running.size === 0) continue;
+      const keys = this.keys(topic);
+      const pairs = Array.from(topicConsumer.running, (delivery) => [delivery.key, delivery.token]).flat();
+      const released = await this.connection
+        .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
+        .catch((error: unknown) => {
+          this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describe(error)}`);
+          return 0;
+        });
+      this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topic}" handed back to Redis`);
+    }
+  }
+}
+
+function dueArgs(due: DueSpec): ['delay' | 'at', number] {
+  return 'delayMs' in due ? ['delay', due.delayMs] : ['at', due.atMs];
+}
