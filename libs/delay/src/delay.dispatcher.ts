@@ -35,12 +35,14 @@ export class DelayDispatcher implements DelayConsumer {
       this.logger.error(`No handler for topic "${topic}" in this process; action "${key}" is put back for ${NO_HANDLER_RETRY_MS} ms`);
       return { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' };
     }
-    this.events.emit(() => ({ type: 'fired', topic, key, attempt, dueAt: new Date(delivery.dueAt) }));
+    const size = delivery.items?.length;
+    this.events.emit(() => ({ type: 'fired', topic, key, attempt, size, dueAt: new Date(delivery.dueAt) }));
     try {
       await handler.invoke({
         topic,
         key,
         payload: parsePayload(delivery.payload),
+        ...(delivery.items ? { items: delivery.items.map((item) => JSON.parse(item) as unknown) } : {}),
         dueAt: new Date(delivery.dueAt),
         firedAt: new Date(delivery.firedAt),
         attempt,

@@ -34,6 +34,7 @@ export interface ResolvedDelayOptions {
   readonly clock: DelayClock | undefined;
   readonly defaults: ResolvedHandlerOptions;
   readonly maxPayloadBytes: number;
+  readonly maxBatchItems: number;
   readonly maxPastMs: number;
   readonly shutdownTimeoutMs: number;
   readonly consume: boolean;
@@ -61,6 +62,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     clock: options.clock,
     defaults: collectHandlerOptions(options.defaults ?? {}, BUILT_IN_DEFAULTS, 'defaults.', problems),
     maxPayloadBytes: positiveInteger(options.maxPayloadBytes, 65_536, 'maxPayloadBytes', problems),
+    maxBatchItems: positiveInteger(options.maxBatchItems, 1_000, 'maxBatchItems', problems),
     maxPastMs: duration(options.maxPast, '1d', 'maxPast', problems),
     shutdownTimeoutMs: duration(options.shutdownTimeout, '10s', 'shutdownTimeout', problems),
     consume: options.consume ?? true,

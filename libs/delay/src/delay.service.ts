@@ -7,7 +7,8 @@ import { InvalidScheduleOptionsError } from './errors/invalid-schedule-options.e
 import { DelayDriver, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
 import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
-import { DueTime, ScheduleOptions } from './interfaces/schedule-options.interface';
+import { BatchStatus, CollectOptions, DueTime, ScheduleOptions } from './interfaces/schedule-options.interface';
+import { parseDuration } from './time/duration';
 import { parsePayload, serializePayload, toDueSpec, validateIfExists, validateKey, validatePage, validateTopic } from './validation/action-input';
 
 /**
@@ -45,6 +46,31 @@ export class DelayService {
       this.events.emit(() => ({ type: 'scheduled', topic, key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
     }
     return toPendingAction<TPayload>(action);
+  }
+
+  /**
+   * Adds `item` to the key's open batch; the first item opens one. The
+   * topic's handler receives `items` in arrival order when `window` has
+   * passed since the first item (since the latest with `slide`, bounded by
+   * `maxWait`), or at once when `maxItems` is reached. A batch closes when its
+   * handler starts: later items open the next batch.
+   */
+  async collect<TItem = unknown>(topic: string, key: string, item: TItem, options: CollectOptions): Promise<BatchStatus> {
+    validateTopic(topic);
+    validateKey(key);
+    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('collect options are required, e.g. { window: "3s" }');
+    if (item === undefined) throw new InvalidScheduleOptionsError('collect needs an item (undefined has no JSON form)');
+    const windowMs = parseDuration(options.window);
+    const maxWaitMs = options.maxWait === undefined ? undefined : parseDuration(options.maxWait);
+    const maxItems = options.maxItems ?? this.options.maxBatchItems;
+    if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > this.options.maxBatchItems) {
+      throw new InvalidScheduleOptionsError(`maxItems must be a whole number from 1 to ${this.options.maxBatchItems} (option maxBatchItems), got ${String(options.maxItems)}`);
+    }
+    if (options.slide !== undefined && typeof options.slide !== 'boolean') throw new InvalidScheduleOptionsError('slide must be true or false');
+    const json = serializePayload(item, this.options.maxPayloadBytes) as string;
+    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide: options.slide ?? false, maxItems });
+    this.events.emit(() => ({ type: 'collected', topic, key, size: result.size, dueAt: new Date(result.dueAt) }));
+    return { topic, key, size: result.size, dueAt: new Date(result.dueAt), flushed: result.outcome === 'flushed' };
   }
 
   /** Removes the pending action; true if there was one. A handler already running is not stopped, but never retried. */
@@ -99,13 +125,27 @@ export class DelayService {
     return this.driver.countDead(topic);
   }
 
-  /** Puts a dead action back, due now, with its attempts reset. False if no such dead action. */
-  async redrive(topic: string, key: string): Promise<boolean> {
+  /** Puts a dead action back, due now, with its attempts reset. `id` is DeadAction.id (the key, for a single action). False if no such dead action. */
+  async redrive(topic: string, id: string): Promise<boolean> {
     validateTopic(topic);
-    validateKey(key);
-    const redriven = await this.driver.redrive(topic, key, this.options.maxPastMs);
-    if (redriven) this.events.emit(() => ({ type: 'redriven', topic, key }));
+    validateKey(id);
+    const redriven = await this.driver.redrive(topic, id);
+    if (redriven) this.events.emit(() => ({ type: 'redriven', topic, key: id }));
     return redriven;
+  }
+
+  /** Re-drives every dead action of a topic; returns how many. */
+  async redriveAll(topic: string): Promise<number> {
+    validateTopic(topic);
+    let redriven = 0;
+    for (;;) {
+      const { items } = await this.listDead(topic, { offset: 0, limit: 100 });
+      let pass = 0;
+      for (const dead of items) if (await this.redrive(topic, dead.id)) pass++;
+      redriven += pass;
+      // Stop when nothing is left, or when nothing could be moved (another instance got there first).
+      if (items.length === 0 || pass === 0) return redriven;
+    }
   }
 }
 
@@ -114,6 +154,7 @@ function toPendingAction<TPayload>(action: StoredAction): PendingAction<TPayload
     topic: action.topic,
     key: action.key,
     payload: parsePayload(action.payload) as TPayload | undefined,
+    ...(action.items ? { items: action.items.map((item) => JSON.parse(item) as unknown) } : {}),
     dueAt: new Date(action.dueAt),
     attempt: action.attempt,
     state: action.state,
@@ -122,9 +163,11 @@ function toPendingAction<TPayload>(action: StoredAction): PendingAction<TPayload
 
 function toDeadAction<TPayload>(action: StoredDeadAction): DeadAction<TPayload> {
   return {
+    id: action.id,
     topic: action.topic,
     key: action.key,
     payload: parsePayload(action.payload) as TPayload | undefined,
+    ...(action.items ? { items: action.items.map((item) => JSON.parse(item) as unknown) } : {}),
     dueAt: new Date(action.dueAt),
     attempts: action.attempts,
     error: action.error,

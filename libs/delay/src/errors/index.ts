@@ -10,3 +10,4 @@ export { DuplicateHandlerError } from './duplicate-handler.error';
 export { ScopedHandlerError } from './scoped-handler.error';
 export { InvalidDelayOptionsError } from './invalid-delay-options.error';
 export { DriverUnavailableError } from './driver-unavailable.error';
+export { ActionKindConflictError } from './action-kind-conflict.error';

@@ -1,8 +1,10 @@
 /** What an @OnDelayExpired handler receives. */
-export interface DelayContext<TPayload = unknown> {
+export interface DelayContext<TPayload = unknown, TItem = unknown> {
   readonly topic: string;
   readonly key: string;
   readonly payload: TPayload | undefined;
+  /** For a batch (from collect): its items in arrival order. */
+  readonly items?: TItem[];
   /** When the action was due. */
   readonly dueAt: Date;
   /** When this run started. */

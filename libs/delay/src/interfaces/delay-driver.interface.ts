@@ -25,8 +25,11 @@ export interface DelayDriver {
 
   listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]>;
   countDead(topic: string): Promise<number>;
-  /** Moves a dead action back to pending, due now, attempt 1. False if there was none. */
-  redrive(topic: string, key: string, maxPastMs: number): Promise<boolean>;
+  /** Moves a dead action back to pending, due now, attempt 1. False if there was none. `id` is the dead action's id. */
+  redrive(topic: string, id: string): Promise<boolean>;
+
+  /** Adds an item to the key's open batch, opening one if there is none (DESIGN.md, seed 004). */
+  collect(command: CollectCommand): Promise<CollectResult>;
 
   /** Starts handing due actions of the consumer's topics to it. */
   start(consumer: DelayConsumer): Promise<void>;
@@ -61,6 +64,8 @@ export interface StoredAction {
   readonly topic: string;
   readonly key: string;
   readonly payload: string | undefined;
+  /** For a batch: its items as JSON texts, in arrival order. */
+  readonly items?: readonly string[];
   readonly dueAt: number;
   readonly attempt: number;
   readonly state: ActionState;
@@ -73,13 +78,38 @@ export interface ScheduleResult {
 }
 
 export interface StoredDeadAction {
+  /** What redrive takes: the key for a single action; key plus a suffix for a batch (a key may have several dead batches). */
+  readonly id: string;
   readonly topic: string;
   readonly key: string;
   readonly payload: string | undefined;
+  readonly items?: readonly string[];
   readonly dueAt: number;
   readonly attempts: number;
   readonly error: string;
   readonly diedAt: number;
+}
+
+export interface CollectCommand {
+  readonly topic: string;
+  readonly key: string;
+  /** The item as JSON text. */
+  readonly item: string;
+  /** The batch is due this long after its first item (after the latest, when sliding). */
+  readonly windowMs: number;
+  /** With slide: the batch is due at most this long after its first item. */
+  readonly maxWaitMs: number | undefined;
+  readonly slide: boolean;
+  /** The batch is due at once, and closed, when it holds this many items. */
+  readonly maxItems: number;
+}
+
+export interface CollectResult {
+  /** Items in the batch after this one joined. */
+  readonly size: number;
+  readonly dueAt: number;
+  /** 'flushed' when this item filled the batch: it is due now, and the next item opens a new one. */
+  readonly outcome: 'opened' | 'joined' | 'flushed';
 }
 
 /** One run of one action, handed by a driver to its consumer. */
@@ -87,6 +117,8 @@ export interface Delivery {
   readonly topic: string;
   readonly key: string;
   readonly payload: string | undefined;
+  /** For a batch: its items as JSON texts, in arrival order. */
+  readonly items?: readonly string[];
   readonly dueAt: number;
   readonly firedAt: number;
   readonly attempt: number;

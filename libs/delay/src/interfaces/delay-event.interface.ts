@@ -1,5 +1,6 @@
 export type DelayEventType =
   | 'scheduled'
+  | 'collected'
   | 'rescheduled'
   | 'cancelled'
   | 'fired'
@@ -19,6 +20,8 @@ export interface DelayEvent {
   readonly dueAt?: Date;
   /** The handler's error message, on failed / retrying / dead. */
   readonly error?: string;
+  /** For a batch: how many items it holds. */
+  readonly size?: number;
   /** On retrying: when the next attempt is due. */
   readonly retryAt?: Date;
 }

@@ -45,8 +45,10 @@ export interface DelayModuleOptions {
   readonly clock?: DelayClock;
   /** Defaults for every @OnDelayExpired handler; each handler may override them. */
   readonly defaults?: DelayHandlerOptions;
-  /** Largest payload, as JSON bytes. Default 65536. */
+  /** Largest payload, and largest collected item, as JSON bytes. Default 65536. */
   readonly maxPayloadBytes?: number;
+  /** Most items in one batch (collect). Default 1000. */
+  readonly maxBatchItems?: number;
   /** How far in the past an absolute `at` may be (it then fires at once). Default '1d'. */
   readonly maxPast?: Duration;
   /** How long shutdown waits for running handlers. Default '10s'. */

@@ -2,10 +2,12 @@
 export type ActionState = 'waiting' | 'running';
 
 /** A pending action as `get` and `list` report it. */
-export interface PendingAction<TPayload = unknown> {
+export interface PendingAction<TPayload = unknown, TItem = unknown> {
   readonly topic: string;
   readonly key: string;
   readonly payload: TPayload | undefined;
+  /** Set for a batch (from collect): its items so far, in arrival order. */
+  readonly items?: TItem[];
   readonly dueAt: Date;
   /** The attempt its next (or current) run is: 1 for a first run. */
   readonly attempt: number;
@@ -13,11 +15,14 @@ export interface PendingAction<TPayload = unknown> {
 }
 
 /** An action that used up its attempts, kept until it is re-driven. */
-export interface DeadAction<TPayload = unknown> {
+export interface DeadAction<TPayload = unknown, TItem = unknown> {
+  /** Give this to redrive. The key for a single action; key plus a suffix for a batch. */
+  readonly id: string;
   readonly topic: string;
   readonly key: string;
   readonly payload: TPayload | undefined;
   readonly dueAt: Date;
+  readonly items?: TItem[];
   readonly attempts: number;
   readonly error: string;
   readonly diedAt: Date;

@@ -11,3 +11,24 @@ export type ScheduleOptions<TPayload = unknown> = DueTime & {
   /** `'replace'` (default) re-arms with the new due time and payload; `'keep'` leaves an existing action untouched. */
   readonly ifExists?: IfExists;
 };
+
+export interface CollectOptions {
+  /** The batch is due this long after its first item (or, with slide, after its latest). */
+  readonly window: Duration;
+  /** Due at once when the batch holds this many items. Default and upper bound: the module's maxBatchItems. */
+  readonly maxItems?: number;
+  /** Re-arm the window with each new item (debounce). Default false. */
+  readonly slide?: boolean;
+  /** With slide: due at the latest this long after the first item, so a steady stream still flushes. */
+  readonly maxWait?: Duration;
+}
+
+/** What collect reports: the batch as it is now. */
+export interface BatchStatus {
+  readonly topic: string;
+  readonly key: string;
+  readonly size: number;
+  readonly dueAt: Date;
+  /** True when this item filled the batch: it is due now, and the next item opens a new batch. */
+  readonly flushed: boolean;
+}

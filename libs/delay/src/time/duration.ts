@@ -32,7 +32,11 @@ export function parseDuration(value: unknown): number {
   const text = value.trim();
   if (text === '') throw new InvalidDurationError(value, 'empty');
   if (text.startsWith('-')) throw new InvalidDurationError(value, 'negative');
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.ceil(Number(text));
+  if (/^\d+(\.\d+)?$/.test(text)) {
+    const ms = Number(text);
+    if (!Number.isFinite(ms)) throw new InvalidDurationError(value, 'too large');
+    return Math.ceil(ms);
+  }
 
   let total = 0;
   PART.lastIndex = 0;

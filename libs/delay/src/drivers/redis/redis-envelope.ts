@@ -1,6 +1,32 @@
 import { StoredAction, StoredDeadAction } from '../../interfaces/delay-driver.interface';
 
-/** An action as the scripts store it: "token|attempt|dueAt|payload" (payload empty for none). */
+/** Separates a closed batch's key from its token in its member name (the scripts' "\31"). */
+const BATCH_ID_SEPARATOR = '\u001f';
+
+/** The user's key of a member: a closed batch is filed under key + separator + token. */
+export function keyOfMember(member: string): string {
+  const at = member.lastIndexOf(BATCH_ID_SEPARATOR);
+  return at < 0 ? member : member.slice(0, at);
+}
+
+/** A batch's items, stored as netstrings "<bytes>:<json>" back to back. */
+export function parseItems(text: string): string[] {
+  const buffer = Buffer.from(text, 'utf8');
+  const items: string[] = [];
+  let at = 0;
+  while (at < buffer.length) {
+    const colon = buffer.indexOf(0x3a, at);
+    const length = Number(buffer.subarray(at, colon).toString('latin1'));
+    items.push(buffer.subarray(colon + 1, colon + 1 + length).toString('utf8'));
+    at = colon + 1 + length;
+  }
+  return items;
+}
+
+/**
+ * An action as the scripts store it: "token|attempt|dueAt|payload", payload
+ * empty for none; for a batch "#count|openedAt", its items stored apart.
+ */
 export interface Envelope {
   readonly token: string;
   readonly attempt: number;
@@ -23,13 +49,26 @@ export function parseEnvelope(text: string): Envelope {
   };
 }
 
-export function toStoredAction(topic: string, key: string, envelope: string, running: boolean): StoredAction {
-  const { attempt, dueAt, payload } = parseEnvelope(envelope);
-  return { topic, key, payload, dueAt, attempt, state: running ? 'running' : 'waiting' };
+export function isBatchEnvelope(envelope: Envelope): boolean {
+  return envelope.payload !== undefined && envelope.payload.startsWith('#');
+}
+
+export function toStoredAction(topic: string, member: string, text: string, running: boolean, items: string): StoredAction {
+  const envelope = parseEnvelope(text);
+  const batch = isBatchEnvelope(envelope);
+  return {
+    topic,
+    key: keyOfMember(member),
+    payload: batch ? undefined : envelope.payload,
+    items: batch ? parseItems(items) : undefined,
+    dueAt: envelope.dueAt,
+    attempt: envelope.attempt,
+    state: running ? 'running' : 'waiting',
+  };
 }
 
 /** A dead record: "attempts|dueAt|diedAt|errorLength|" + error + payload. */
-export function parseDeadRecord(topic: string, key: string, text: string): StoredDeadAction {
+export function parseDeadRecord(topic: string, member: string, text: string): StoredDeadAction {
   const parts: number[] = [];
   let at = -1;
   for (let n = 0; n < 4; n++) {
@@ -42,13 +81,16 @@ export function parseDeadRecord(topic: string, key: string, text: string): Store
   // The length is in bytes (Lua strings); slice on a Buffer to honour multi-byte characters.
   const rest = Buffer.from(text.slice(at + 1), 'utf8');
   const payload = rest.subarray(errorBytes).toString('utf8');
+  const batch = payload.startsWith('#');
   return {
+    id: member,
     topic,
-    key,
+    key: keyOfMember(member),
     attempts,
     dueAt,
     diedAt,
     error: rest.subarray(0, errorBytes).toString('utf8'),
-    payload: payload === '' ? undefined : payload,
+    payload: payload === '' || batch ? undefined : payload,
+    items: batch ? parseItems(payload.slice(1)) : undefined,
   };
 }

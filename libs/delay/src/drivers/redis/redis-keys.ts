@@ -17,6 +17,8 @@ export interface TopicKeys {
   readonly deadIndex: string;
   /** Pub/sub channel told of a new earliest due time. */
   readonly wake: string;
+  /** Prefix of a batch's items STRING: prefix + member. Same hash tag, same slot. */
+  readonly itemsPrefix: string;
 }
 
 export function topicKeys(prefix: string, topic: string): TopicKeys {
@@ -29,5 +31,6 @@ export function topicKeys(prefix: string, topic: string): TopicKeys {
     dead: `${base}:dead`,
     deadIndex: `${base}:dead-index`,
     wake: `${base}:wake`,
+    itemsPrefix: `${base}:items:`,
   };
 }

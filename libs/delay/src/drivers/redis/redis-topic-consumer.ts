@@ -3,7 +3,7 @@ import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { InFlightTracker } from '../in-flight-tracker';
 import { RedisConnection } from './redis-connection';
-import { parseEnvelope } from './redis-envelope';
+import { isBatchEnvelope, keyOfMember, parseEnvelope, parseItems } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
 
 /** How long to wait before trying Redis again after a failed round trip. */
@@ -27,8 +27,8 @@ export interface TopicConsumerSettings {
  */
 export class RedisTopicConsumer {
   private readonly logger = new Logger(RedisTopicConsumer.name);
-  /** Runs going on here, for lease renewal and release at shutdown. */
-  readonly running = new Set<Delivery>();
+  /** Runs going on here → their member (key, or a closed batch's id), for acks, lease renewal and release at shutdown. */
+  readonly running = new Map<Delivery, string>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private claiming = false;
@@ -98,7 +98,7 @@ export class RedisTopicConsumer {
     let reply: Array<string | number>;
     try {
       const { keys, leaseMs } = this.settings;
-      reply = await this.connection.run<Array<string | number>>('claim', [keys.due, keys.env, keys.active, keys.seq], [Math.max(0, limit), leaseMs]);
+      reply = await this.connection.run<Array<string | number>>('claim', [keys.due, keys.env, keys.active, keys.seq], [Math.max(0, limit), leaseMs, keys.itemsPrefix]);
       this.failures = 0;
     } catch (error) {
       this.claiming = false;
@@ -109,8 +109,8 @@ export class RedisTopicConsumer {
     const now = Number(reply[0]);
     this.clockSkew.value = now - Date.now();
     let claimed = 0;
-    for (let n = 2; n < reply.length; n += 2) {
-      this.run(String(reply[n]), String(reply[n + 1]), now);
+    for (let n = 2; n < reply.length; n += 3) {
+      this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
       claimed++;
     }
     if (this.stopped) return;
@@ -141,22 +141,29 @@ export class RedisTopicConsumer {
     this.armAt(Date.now() + this.clockSkew.value + delay);
   }
 
-  private run(key: string, text: string, now: number): void {
+  /** [member, token, member, token, ...] of the runs going on, as the extend and release scripts take them. */
+  memberTokenPairs(): string[] {
+    return Array.from(this.running, ([delivery, member]) => [member, delivery.token]).flat();
+  }
+
+  private run(member: string, text: string, items: string, now: number): void {
     const envelope = parseEnvelope(text);
+    const batch = isBatchEnvelope(envelope);
     const delivery: Delivery = {
       topic: this.settings.topic,
-      key,
-      payload: envelope.payload,
+      key: keyOfMember(member),
+      payload: batch ? undefined : envelope.payload,
+      items: batch ? parseItems(items) : undefined,
       dueAt: envelope.dueAt,
       firedAt: now,
       attempt: envelope.attempt,
       token: envelope.token,
     };
-    this.running.add(delivery);
+    this.running.set(delivery, member);
     this.inFlight.enter();
     void this.consumer
       .handle(delivery)
-      .then((outcome) => this.settle(delivery, outcome))
+      .then((outcome) => this.settle(delivery, member, outcome))
       .finally(() => {
         this.running.delete(delivery);
         this.inFlight.leave();
@@ -166,16 +173,16 @@ export class RedisTopicConsumer {
   }
 
   /** Records the outcome, retrying while Redis is away; if it never comes back, the lease expires and the run is redone. */
-  private async settle(delivery: Delivery, outcome: DeliveryOutcome): Promise<void> {
+  private async settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { keys } = this.settings;
     for (let attempt = 1; ; attempt++) {
       try {
         if (outcome.kind === 'completed') {
-          await this.connection.run('complete', [keys.env, keys.active], [delivery.key, delivery.token]);
+          await this.connection.run('complete', [keys.env, keys.active], [member, delivery.token, keys.itemsPrefix]);
         } else if (outcome.kind === 'retry') {
-          await this.connection.run('retry', [keys.due, keys.env, keys.active], [delivery.key, delivery.token, outcome.delayMs, keys.wake]);
+          await this.connection.run('retry', [keys.due, keys.env, keys.active], [member, delivery.token, outcome.delayMs, keys.wake]);
         } else {
-          await this.connection.run('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [delivery.key, delivery.token, outcome.error]);
+          await this.connection.run('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [member, delivery.token, outcome.error, keys.itemsPrefix]);
         }
         return;
       } catch (error) {

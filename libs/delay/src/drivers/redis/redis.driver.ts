@@ -1,7 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
+import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import {
+  CollectCommand,
+  CollectResult,
   DelayConsumer,
   DelayDriver,
   DueSpec,
@@ -69,13 +72,14 @@ export class RedisDriver implements DelayDriver {
       [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake],
     );
     const status = this.checkStatus(reply, command.maxPastMs);
+    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const outcome = status === 1 ? 'created' : status === 2 ? 'replaced' : 'kept';
-    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1), outcome };
+    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome };
   }
 
   async cancel(topic: string, key: string): Promise<boolean> {
     const keys = this.keys(topic);
-    return (await this.connection.run<number>('cancel', [keys.due, keys.env, keys.active], [key])) === 1;
+    return (await this.connection.run<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
   }
 
   async reschedule(command: RescheduleCommand): Promise<StoredAction | null> {
@@ -86,22 +90,24 @@ export class RedisDriver implements DelayDriver {
       [keys.due, keys.env, keys.active, keys.seq],
       [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
     );
-    if (this.checkStatus(reply, command.maxPastMs) === 0) return null;
-    return toStoredAction(command.topic, command.key, String(reply[1]), false);
+    const status = this.checkStatus(reply, command.maxPastMs);
+    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
+    if (status === 0) return null;
+    return toStoredAction(command.topic, command.key, String(reply[1]), false, '');
   }
 
   async get(topic: string, key: string): Promise<StoredAction | null> {
     const keys = this.keys(topic);
-    const reply = await this.connection.run<Reply | null>('get', [keys.env, keys.active], [key]);
-    return reply ? toStoredAction(topic, key, String(reply[0]), Number(reply[1]) === 1) : null;
+    const reply = await this.connection.run<Reply | null>('get', [keys.env, keys.active], [key, keys.itemsPrefix]);
+    return reply ? toStoredAction(topic, key, String(reply[0]), Number(reply[1]) === 1, String(reply[2])) : null;
   }
 
   async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
     const keys = this.keys(topic);
-    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active], [page.offset, page.limit]);
+    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active], [page.offset, page.limit, keys.itemsPrefix]);
     const actions: StoredAction[] = [];
-    for (let n = 0; n < reply.length; n += 3) {
-      actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1));
+    for (let n = 0; n < reply.length; n += 4) {
+      actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1, String(reply[n + 3])));
     }
     return actions;
   }
@@ -115,9 +121,9 @@ export class RedisDriver implements DelayDriver {
     const members = await this.command(() => this.connection.client.zrange(keys.deadIndex, page.offset, page.offset + page.limit - 1));
     if (members.length === 0) return [];
     const records = await this.command(() => this.connection.client.hmget(keys.dead, ...members));
-    return members.flatMap((key, n) => {
+    return members.flatMap((member, n) => {
       const record = records[n];
-      return record === null ? [] : [parseDeadRecord(topic, key, record)];
+      return record === null ? [] : [parseDeadRecord(topic, member, record)];
     });
   }
 
@@ -125,10 +131,23 @@ export class RedisDriver implements DelayDriver {
     return this.command(() => this.connection.client.zcard(this.keys(topic).deadIndex));
   }
 
-  async redrive(topic: string, key: string): Promise<boolean> {
+  async redrive(topic: string, id: string): Promise<boolean> {
     const keys = this.keys(topic);
-    const reply = await this.connection.run<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [key, keys.wake]);
+    const reply = await this.connection.run<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [id, keys.wake, keys.itemsPrefix]);
     return reply === 1;
+  }
+
+  async collect(command: CollectCommand): Promise<CollectResult> {
+    const keys = this.keys(command.topic);
+    const reply = await this.connection.run<Reply>(
+      'collect',
+      [keys.due, keys.env, keys.active, keys.seq],
+      [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix],
+    );
+    const status = Number(reply[0]);
+    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'action');
+    this.clockSkew.value = Number(reply[3]) - Date.now();
+    return { size: Number(reply[1]), dueAt: Number(reply[2]), outcome: status === 1 ? 'opened' : status === 2 ? 'joined' : 'flushed' };
   }
 
   async start(consumer: DelayConsumer): Promise<void> {
@@ -210,7 +229,7 @@ export class RedisDriver implements DelayDriver {
     for (const [topic, topicConsumer] of this.consumers) {
       if (topicConsumer.running.size === 0) continue;
       const keys = this.keys(topic);
-      const pairs = Array.from(topicConsumer.running, (delivery) => [delivery.key, delivery.token]).flat();
+      const pairs = topicConsumer.memberTokenPairs();
       await this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...pairs]).catch((error: unknown) => {
         this.logger.warn(`Could not renew leases: ${describe(error)}`);
       });
@@ -222,7 +241,7 @@ export class RedisDriver implements DelayDriver {
     for (const [topic, topicConsumer] of this.consumers) {
       if (topicConsumer.running.size === 0) continue;
       const keys = this.keys(topic);
-      const pairs = Array.from(topicConsumer.running, (delivery) => [delivery.key, delivery.token]).flat();
+      const pairs = topicConsumer.memberTokenPairs();
       const released = await this.connection
         .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
         .catch((error: unknown) => {

@@ -15,6 +15,20 @@ export const RUNNING = -3;
 
 const INITIAL_CAPACITY = 1024;
 
+/** What a batch (from collect) holds in place of a payload. */
+export interface BatchBuffer {
+  /** Items as JSON texts, in arrival order. */
+  readonly items: string[];
+  readonly openedAt: number;
+}
+
+/** A single action's JSON payload, a batch's buffer, or nothing. */
+export type ArenaPayload = string | BatchBuffer | undefined;
+
+export function isBatch(payload: ArenaPayload): payload is BatchBuffer {
+  return typeof payload === 'object';
+}
+
 export class ActionArena {
   dueAt = new Float64Array(INITIAL_CAPACITY);
   next = new Int32Array(INITIAL_CAPACITY);
@@ -26,14 +40,14 @@ export class ActionArena {
   token = new Uint32Array(INITIAL_CAPACITY);
   topicId = new Uint16Array(INITIAL_CAPACITY);
   keys: Array<string | undefined> = [];
-  payloads: Array<string | undefined> = [];
+  payloads: ArenaPayload[] = [];
 
   private capacity = INITIAL_CAPACITY;
   private used = 0;
   private freeHead = NIL;
   private tokenSeq = 0;
 
-  alloc(topicId: number, key: string, payload: string | undefined, dueAt: number): number {
+  alloc(topicId: number, key: string, payload: ArenaPayload, dueAt: number): number {
     let i = this.freeHead;
     if (i !== NIL) {
       this.freeHead = this.next[i];

@@ -1,5 +1,8 @@
 import { Logger } from '@nestjs/common';
+import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import {
+  CollectCommand,
+  CollectResult,
   DelayConsumer,
   DelayDriver,
   Delivery,
@@ -14,7 +17,7 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { DelayClock, SystemClock, TimerHandle } from '../../time/clock';
 import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
-import { ActionArena, ActionQueue, READY, RUNNING } from './action-arena';
+import { ActionArena, ActionQueue, ArenaPayload, isBatch, READY, RUNNING } from './action-arena';
 import { TimingWheel } from './timing-wheel';
 
 export interface WheelDriverOptions {
@@ -26,8 +29,13 @@ export interface WheelDriverOptions {
 
 /** Per-topic bookkeeping: the key index, the due queue, the dead set. */
 class TopicState {
-  /** key → arena index, for every waiting or running action. */
+  /** key → arena index, for every waiting or running action, and every open batch. */
   readonly index = new Map<string, number>();
+  /**
+   * Batches that are closed (full, or handed to their handler) but not done:
+   * no longer reachable by key, since new items for the key open a new batch.
+   */
+  readonly detached = new Set<number>();
   /** Due actions waiting for a free handler slot, oldest first. */
   readonly ready = new ActionQueue();
   readonly dead = new Map<string, StoredDeadAction>();
@@ -83,6 +91,7 @@ export class WheelDriver implements DelayDriver {
     const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
     const topic = this.topic(command.topic);
     const existing = topic.index.get(command.key);
+    if (existing !== undefined && isBatch(this.arena.payloads[existing])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     if (existing !== undefined && command.ifExists === 'keep') {
       return { action: this.snapshot(existing), outcome: 'kept' };
     }
@@ -107,6 +116,7 @@ export class WheelDriver implements DelayDriver {
     const state = this.topics.get(command.topic);
     const i = state?.index.get(command.key);
     if (state === undefined || i === undefined) return null;
+    if (isBatch(this.arena.payloads[i])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
     const moved = this.arm(state, command.key, this.arena.payloads[i], dueAt, i, this.arena.attempt[i]);
     return this.snapshot(moved);
@@ -121,31 +131,75 @@ export class WheelDriver implements DelayDriver {
     const state = this.topics.get(topic);
     if (!state) return [];
     const { dueAt, keys } = this.arena;
-    const indices = Array.from(state.index.values());
-    indices.sort((a, b) => dueAt[a] - dueAt[b] || compareStrings(keys[a] as string, keys[b] as string));
+    const indices = [...state.index.values(), ...state.detached];
+    const running = (i: number): number => (this.arena.where[i] === RUNNING ? 0 : 1);
+    indices.sort((a, b) => running(a) - running(b) || dueAt[a] - dueAt[b] || compareStrings(keys[a] as string, keys[b] as string));
     return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i));
   }
 
   async count(topic: string): Promise<number> {
-    return this.topics.get(topic)?.index.size ?? 0;
+    const state = this.topics.get(topic);
+    return state ? state.index.size + state.detached.size : 0;
   }
 
   async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
     const dead = this.topics.get(topic)?.dead;
-    return dead ? Array.from(dead.values()).slice(page.offset, page.offset + page.limit) : [];
+    if (!dead) return [];
+    const records = Array.from(dead.values()).sort((a, b) => a.diedAt - b.diedAt || compareStrings(a.id, b.id));
+    return records.slice(page.offset, page.offset + page.limit);
   }
 
   async countDead(topic: string): Promise<number> {
     return this.topics.get(topic)?.dead.size ?? 0;
   }
 
-  async redrive(topic: string, key: string): Promise<boolean> {
+  async redrive(topic: string, id: string): Promise<boolean> {
     const state = this.topics.get(topic);
-    const record = state?.dead.get(key);
+    const record = state?.dead.get(id);
     if (state === undefined || record === undefined) return false;
-    state.dead.delete(key);
-    this.arm(state, key, record.payload, this.clock.now(), state.index.get(key));
+    state.dead.delete(id);
+    const now = this.clock.now();
+    if (record.items) {
+      // A dead batch comes back as the closed unit it was, not merged into the key's open batch.
+      const i = this.arena.alloc(state.id, record.key, { items: [...record.items], openedAt: now }, now);
+      state.detached.add(i);
+      this.file(state, i);
+    } else {
+      this.arm(state, record.key, record.payload, now, state.index.get(record.key));
+    }
     return true;
+  }
+
+  async collect(command: CollectCommand): Promise<CollectResult> {
+    const now = this.clock.now();
+    const state = this.topic(command.topic);
+    const { arena } = this;
+    let i = state.index.get(command.key);
+    let outcome: CollectResult['outcome'];
+    let dueAt: number;
+    if (i === undefined) {
+      dueAt = now + (command.maxWaitMs === undefined ? command.windowMs : Math.min(command.windowMs, command.maxWaitMs));
+      i = arena.alloc(state.id, command.key, { items: [command.item], openedAt: now }, dueAt);
+      state.index.set(command.key, i);
+      outcome = 'opened';
+    } else {
+      const batch = arena.payloads[i];
+      if (!isBatch(batch)) throw new ActionKindConflictError(command.topic, command.key, 'action');
+      batch.items.push(command.item);
+      dueAt = command.slide ? Math.min(now + command.windowMs, batch.openedAt + (command.maxWaitMs ?? Infinity)) : arena.dueAt[i];
+      this.unfile(state, i);
+      outcome = 'joined';
+    }
+    const size = (arena.payloads[i] as { items: string[] }).items.length;
+    if (size >= command.maxItems) {
+      dueAt = now;
+      state.index.delete(command.key);
+      state.detached.add(i);
+      outcome = 'flushed';
+    }
+    arena.dueAt[i] = dueAt;
+    this.file(state, i);
+    return { size, dueAt, outcome };
   }
 
   async start(consumer: DelayConsumer): Promise<void> {
@@ -163,7 +217,7 @@ export class WheelDriver implements DelayDriver {
       this.logger.warn(`${this.inFlight.size} delay handler(s) still running after the ${timeoutMs} ms shutdown timeout`);
     }
     let pending = 0;
-    for (const state of this.topics.values()) pending += state.index.size;
+    for (const state of this.topics.values()) pending += state.index.size + state.detached.size;
     if (pending > 0) {
       this.logger.warn(`${pending} pending delayed action(s) are dropped: the wheel driver keeps actions in memory only`);
     }
@@ -189,7 +243,7 @@ export class WheelDriver implements DelayDriver {
    * waiting; a running one is detached instead (its late outcome is then
    * ignored) and a fresh entry takes its place.
    */
-  private arm(state: TopicState, key: string, payload: string | undefined, dueAt: number, existing: number | undefined, attempt = 1): number {
+  private arm(state: TopicState, key: string, payload: ArenaPayload, dueAt: number, existing: number | undefined, attempt = 1): number {
     const { arena } = this;
     let i: number;
     if (existing !== undefined && arena.where[existing] !== RUNNING) {
@@ -284,13 +338,21 @@ export class WheelDriver implements DelayDriver {
   private run(state: TopicState, i: number): void {
     const { arena } = this;
     const consumer = this.consumer as DelayConsumer;
+    const payload = arena.payloads[i];
+    const key = arena.keys[i] as string;
+    if (isBatch(payload) && state.index.get(key) === i) {
+      // A batch closes when its handler starts: items arriving now open the next one.
+      state.index.delete(key);
+      state.detached.add(i);
+    }
     arena.where[i] = RUNNING;
     state.running++;
     this.inFlight.enter();
     const delivery: Delivery = {
       topic: state.name,
-      key: arena.keys[i] as string,
-      payload: arena.payloads[i],
+      key,
+      payload: isBatch(payload) ? undefined : payload,
+      items: isBatch(payload) ? payload.items : undefined,
       dueAt: arena.dueAt[i],
       firedAt: this.clock.now(),
       attempt: arena.attempt[i],
@@ -306,36 +368,45 @@ export class WheelDriver implements DelayDriver {
 
   private settle(state: TopicState, i: number, delivery: Delivery, outcome: DeliveryOutcome): void {
     const { arena } = this;
+    const detached = state.detached.has(i);
     // Cancelled or re-armed while running (arm() never reuses a running
     // entry): this outcome belongs to an arming that no longer exists.
-    if (state.index.get(delivery.key) !== i) {
+    if (!detached && state.index.get(delivery.key) !== i) {
       arena.free(i);
       return;
     }
+    const release = (): void => {
+      if (detached) state.detached.delete(i);
+      else state.index.delete(delivery.key);
+      arena.free(i);
+    };
     switch (outcome.kind) {
       case 'completed':
-        state.index.delete(delivery.key);
-        arena.free(i);
+        release();
         break;
       case 'retry':
         arena.dueAt[i] = this.clock.now() + outcome.delayMs;
         arena.attempt[i] = delivery.attempt + 1;
         this.file(state, i);
         break;
-      case 'dead':
-        state.index.delete(delivery.key);
-        state.dead.delete(delivery.key);
-        state.dead.set(delivery.key, {
+      case 'dead': {
+        // A key can have several dead batches, so a batch is filed under key + token.
+        const id = delivery.items ? `${delivery.key}\u001f${delivery.token}` : delivery.key;
+        state.dead.delete(id);
+        state.dead.set(id, {
+          id,
           topic: state.name,
           key: delivery.key,
           payload: delivery.payload,
+          items: delivery.items,
           dueAt: delivery.dueAt,
           attempts: delivery.attempt,
           error: outcome.error,
           diedAt: this.clock.now(),
         });
-        arena.free(i);
+        release();
         break;
+      }
     }
   }
 
@@ -354,10 +425,12 @@ export class WheelDriver implements DelayDriver {
 
   private snapshot(i: number): StoredAction {
     const { arena } = this;
+    const payload = arena.payloads[i];
     return {
       topic: this.topicsById[arena.topicId[i]].name,
       key: arena.keys[i] as string,
-      payload: arena.payloads[i],
+      payload: isBatch(payload) ? undefined : payload,
+      items: isBatch(payload) ? [...payload.items] : undefined,
       dueAt: arena.dueAt[i],
       attempt: arena.attempt[i],
       state: arena.where[i] === RUNNING ? 'running' : 'waiting',

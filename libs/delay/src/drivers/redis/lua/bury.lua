@@ -3,11 +3,13 @@ bury: moves a run that used up its attempts to the dead set.
 
 KEYS[1] env HASH
 KEYS[2] active ZSET
-KEYS[3] dead HASH     field = key, value = "attempts|dueAt|diedAt|errorLength|" .. error .. payload
-KEYS[4] dead-index ZSET  member = key, score = died at (ms)
-ARGV[1] key
+KEYS[3] dead HASH     field = member, value = "attempts|dueAt|diedAt|errorLength|" .. error .. payload
+                      (for a batch, payload is "#" .. its items string)
+KEYS[4] dead-index ZSET  member = member, score = died at (ms)
+ARGV[1] member (the key, or a closed batch's id)
 ARGV[2] token of the run
 ARGV[3] error message
+ARGV[4] items key prefix
 
 Returns 1 if buried, 0 if the token no longer matches.
 ]]
@@ -20,6 +22,10 @@ local token, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|
 if token ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], key)
 redis.call('ZREM', KEYS[2], key)
+if string.sub(payload, 1, 1) == '#' then
+  payload = '#' .. (redis.call('GET', ARGV[4] .. key) or '')
+  redis.call('DEL', ARGV[4] .. key)
+end
 local diedAt = string.format('%d', now)
 redis.call('HSET', KEYS[3], key, attempt .. '|' .. dueAt .. '|' .. diedAt .. '|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. payload)
 redis.call('ZADD', KEYS[4], now, key)

@@ -4,6 +4,9 @@ claim: takes up to LIMIT due actions of a topic under a lease.
 First, leases that expired (their instance crashed or stalled) go back to
 due now, as a new attempt with a new token, so a late ack from the stalled
 run changes nothing. Then the earliest due actions move from due to active.
+An open batch (envelope payload "#count|openedAt", filed under its bare key)
+is closed as it is claimed: re-filed under key .. "\31" .. token, so items
+collected from now on open the next batch.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
@@ -11,38 +14,53 @@ KEYS[3] active ZSET
 KEYS[4] seq STRING
 ARGV[1] limit: how many to claim at most
 ARGV[2] lease, ms
+ARGV[3] items key prefix (a batch's items live at prefix .. member, same hash tag)
 
-Returns {now, next, key1, envelope1, key2, envelope2, ...}
+Returns {now, next, member1, envelope1, items1, member2, ...}
   next: when this topic next needs a look (earliest due time or lease
-  expiry left), -1 if nothing is pending.
+  expiry left), -1 if nothing is pending. itemsN is '' for a single action.
 ]]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local limit = tonumber(ARGV[1])
 local leaseUntil = now + tonumber(ARGV[2])
+local itemsPrefix = ARGV[3]
 
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 100)
-for _, key in ipairs(expired) do
-  redis.call('ZREM', KEYS[3], key)
-  local envelope = redis.call('HGET', KEYS[2], key)
+for _, member in ipairs(expired) do
+  redis.call('ZREM', KEYS[3], member)
+  local envelope = redis.call('HGET', KEYS[2], member)
   if envelope then
     local _, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
     local token = redis.call('INCR', KEYS[4])
-    redis.call('HSET', KEYS[2], key, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
-    redis.call('ZADD', KEYS[1], now, key)
+    redis.call('HSET', KEYS[2], member, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
+    redis.call('ZADD', KEYS[1], now, member)
   end
 end
 
 local result = {now, -1}
 if limit > 0 then
   local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
-  for _, key in ipairs(due) do
-    redis.call('ZREM', KEYS[1], key)
-    local envelope = redis.call('HGET', KEYS[2], key)
+  for _, member in ipairs(due) do
+    redis.call('ZREM', KEYS[1], member)
+    local envelope = redis.call('HGET', KEYS[2], member)
     if envelope then
-      redis.call('ZADD', KEYS[3], leaseUntil, key)
-      result[#result + 1] = key
+      local token, _, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+      local items = ''
+      if string.sub(payload, 1, 1) == '#' then
+        if not string.find(member, '\31', 1, true) then
+          local sealed = member .. '\31' .. token
+          redis.call('HDEL', KEYS[2], member)
+          redis.call('HSET', KEYS[2], sealed, envelope)
+          redis.call('RENAME', itemsPrefix .. member, itemsPrefix .. sealed)
+          member = sealed
+        end
+        items = redis.call('GET', itemsPrefix .. member) or ''
+      end
+      redis.call('ZADD', KEYS[3], leaseUntil, member)
+      result[#result + 1] = member
       result[#result + 1] = envelope
+      result[#result + 1] = items
     end
   end
 end

@@ -7,8 +7,10 @@ KEYS[2] env HASH
 KEYS[3] active ZSET
 ARGV[1] offset
 ARGV[2] limit
+ARGV[3] items key prefix
 
-Returns {key1, envelope1, active1, key2, envelope2, active2, ...}; activeN is 1 for a running action.
+Returns {member1, envelope1, active1, items1, member2, ...}; activeN is 1 for
+a running action; itemsN is '' unless the member is a batch.
 ]]
 local offset = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
@@ -31,9 +33,10 @@ for i = offset + 1, math.min(#rows, offset + limit) do
   result[#result + 1] = rows[i][1]
   result[#result + 1] = rows[i][2]
   result[#result + 1] = 1
+  result[#result + 1] = redis.call('GET', ARGV[3] .. rows[i][1]) or ''
 end
 
-local taken = #result / 3
+local taken = #result / 4
 if taken < limit then
   local start = math.max(0, offset - #rows)
   local waiting = redis.call('ZRANGE', KEYS[1], start, start + (limit - taken) - 1)
@@ -41,6 +44,7 @@ if taken < limit then
     result[#result + 1] = key
     result[#result + 1] = redis.call('HGET', KEYS[2], key)
     result[#result + 1] = 0
+    result[#result + 1] = redis.call('GET', ARGV[3] .. key) or ''
   end
 end
 return result

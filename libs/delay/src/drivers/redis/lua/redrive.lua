@@ -1,6 +1,7 @@
 --[[
-redrive: puts a dead action back, due now, attempt 1. An action pending for
-the same key is replaced.
+redrive: puts a dead action back, due now, attempt 1. A single action
+replaces one pending for the same key; a batch comes back as the closed
+unit it was, under its own id.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
@@ -8,8 +9,9 @@ KEYS[3] active ZSET
 KEYS[4] seq STRING
 KEYS[5] dead HASH
 KEYS[6] dead-index ZSET
-ARGV[1] key
+ARGV[1] member (the key, or a dead batch's id)
 ARGV[2] wake channel
+ARGV[3] items key prefix
 
 Returns 1 if re-driven, 0 if there was no such dead action.
 ]]
@@ -23,6 +25,18 @@ local payload = string.sub(rest, tonumber(errorLength) + 1)
 redis.call('HDEL', KEYS[5], key)
 redis.call('ZREM', KEYS[6], key)
 local token = redis.call('INCR', KEYS[4])
+if string.sub(payload, 1, 1) == '#' then
+  local items = string.sub(payload, 2)
+  local size = 0
+  local at = 1
+  while at <= string.len(items) do
+    local colon = string.find(items, ':', at, true)
+    at = colon + 1 + tonumber(string.sub(items, at, colon - 1))
+    size = size + 1
+  end
+  redis.call('SET', ARGV[3] .. key, items)
+  payload = '#' .. size .. '|' .. string.format('%d', now)
+end
 redis.call('HSET', KEYS[2], key, token .. '|1|' .. string.format('%d', now) .. '|' .. payload)
 redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], now, key)

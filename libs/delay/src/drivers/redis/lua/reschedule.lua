@@ -13,7 +13,8 @@ ARGV[5] horizon, ms
 ARGV[6] wake channel
 
 Returns {status, envelope, now}
-  status 1 moved, 0 no such action, -1 too far in the past, -2 beyond the horizon
+  status 1 moved, 0 no such action, -1 too far in the past, -2 beyond the horizon,
+         -3 the key has an open batch (from collect)
 ]]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -21,6 +22,7 @@ local key = ARGV[1]
 
 local existing = redis.call('HGET', KEYS[2], key)
 if not existing then return {0, '', now} end
+if string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {-3, '', now} end
 
 local dueAt
 if ARGV[2] == 'delay' then dueAt = now + tonumber(ARGV[3]) else dueAt = tonumber(ARGV[3]) end

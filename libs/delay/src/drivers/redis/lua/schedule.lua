@@ -18,6 +18,7 @@ ARGV[8] wake channel: told the new due time when this arming is the topic's earl
 Returns {status, envelope, now, running}
   status  1 created, 2 replaced, 3 kept (envelope is the existing one; running 1 if its handler runs)
          -1 due time too far in the past, -2 beyond the horizon (envelope is the due time)
+         -3 the key has an open batch (from collect)
 Time is the Redis server's (TIME), never the caller's.
 ]]
 local time = redis.call('TIME')
@@ -30,6 +31,7 @@ if dueAt < now - tonumber(ARGV[6]) then return {-1, tostring(dueAt), now} end
 if dueAt > now + tonumber(ARGV[7]) then return {-2, tostring(dueAt), now} end
 
 local existing = redis.call('HGET', KEYS[2], key)
+if existing and string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {-3, '', now, 0} end
 if existing and ARGV[5] == 'keep' then
   if redis.call('ZSCORE', KEYS[3], key) then return {3, existing, now, 1} end
   return {3, existing, now, 0}

@@ -1,0 +1,75 @@
+--[[
+collect: appends an item to the key's open batch, opening one if there is none.
+
+The batch's envelope is "token|attempt|dueAt|#count|openedAt"; its items are
+a STRING of netstrings ("<bytes>:<json>" repeated) at ARGV[8] .. key, a key
+in the same hash tag (so the same cluster slot) as KEYS. A full batch is
+closed at once: it is re-filed under key .. "\31" .. token, due now, and the
+next item opens a new batch under the key.
+
+KEYS[1] due ZSET
+KEYS[2] env HASH
+KEYS[3] active ZSET
+KEYS[4] seq STRING
+ARGV[1] key
+ARGV[2] item JSON
+ARGV[3] window, ms
+ARGV[4] max wait, ms, or -1 for none
+ARGV[5] '1' to slide the window with each item
+ARGV[6] max items
+ARGV[7] wake channel
+ARGV[8] items key prefix
+
+Returns {status, size, dueAt, now}
+  status 1 opened, 2 joined, 3 flushed (this item filled it), -3 the key has a single action pending
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local key = ARGV[1]
+local window = tonumber(ARGV[3])
+local maxWait = tonumber(ARGV[4])
+local itemsPrefix = ARGV[8]
+
+local existing = redis.call('HGET', KEYS[2], key)
+local token, attempt, dueAt, size, openedAt, status
+if existing then
+  local meta
+  token, attempt, dueAt, meta = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  if string.sub(meta, 1, 1) ~= '#' then return {-3, 0, 0, now} end
+  local count, opened = string.match(meta, '^#([^|]*)|(.*)$')
+  size = tonumber(count) + 1
+  openedAt = tonumber(opened)
+  dueAt = tonumber(dueAt)
+  if ARGV[5] == '1' then
+    dueAt = now + window
+    if maxWait >= 0 and openedAt + maxWait < dueAt then dueAt = openedAt + maxWait end
+  end
+  status = 2
+else
+  token = redis.call('INCR', KEYS[4])
+  attempt = '1'
+  size = 1
+  openedAt = now
+  dueAt = now + window
+  if maxWait >= 0 and now + maxWait < dueAt then dueAt = now + maxWait end
+  status = 1
+end
+
+redis.call('APPEND', itemsPrefix .. key, string.len(ARGV[2]) .. ':' .. ARGV[2])
+
+local member = key
+if size >= tonumber(ARGV[6]) then
+  -- Full: close it under its own id, so the key is free for the next batch.
+  member = key .. '\31' .. token
+  redis.call('HDEL', KEYS[2], key)
+  redis.call('ZREM', KEYS[1], key)
+  redis.call('RENAME', itemsPrefix .. key, itemsPrefix .. member)
+  dueAt = now
+  status = 3
+end
+
+redis.call('HSET', KEYS[2], member, token .. '|' .. attempt .. '|' .. string.format('%d', dueAt) .. '|#' .. size .. '|' .. string.format('%d', openedAt))
+redis.call('ZADD', KEYS[1], dueAt, member)
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+if head[1] == member then redis.call('PUBLISH', ARGV[7], string.format('%d', dueAt)) end
+return {status, size, dueAt, now}

@@ -1,0 +1,17 @@
+import { DelayError } from './delay.error';
+
+/**
+ * `collect` on a key that has a single action pending, or `schedule` /
+ * `reschedule` on a key whose batch is open: one key names one kind of thing.
+ */
+export class ActionKindConflictError extends DelayError {
+  readonly code = 'ERR_DELAY_KIND_CONFLICT';
+
+  constructor(
+    readonly topic: string,
+    readonly key: string,
+    pending: 'action' | 'batch',
+  ) {
+    super(`Key "${key}" of topic "${topic}" already has ${pending === 'batch' ? 'an open batch (from collect)' : 'a single action (from schedule)'} pending; use another key or topic for the other kind`);
+  }
+}
