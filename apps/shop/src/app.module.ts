@@ -1,7 +1,35 @@
-import { Module } from '@nestjs/common';
+import { Module, ValidationPipe } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { DelayModule } from 'nestjs-delay';
+import { AdminModule } from './admin/admin.module';
+import { CatalogueModule } from './catalogue/catalogue.module';
+import { DomainExceptionFilter } from './common/domain-exception.filter';
+import { createDelayOptions } from './config/delay-options.factory';
+import { shopConfig } from './config/shop.config';
+import { MerchantsModule } from './merchants/merchants.module';
+import { OrdersModule } from './orders/orders.module';
+import { PresenceModule } from './presence/presence.module';
+import { ReceiverModule } from './receiver/receiver.module';
 
 @Module({
-  imports: [DelayModule.forRoot({})],
+  imports: [
+    ConfigModule.forRoot({ isGlobal: true, load: [shopConfig] }),
+    DelayModule.forRootAsync({ inject: [ConfigService], useFactory: createDelayOptions }),
+    CatalogueModule,
+    OrdersModule,
+    PresenceModule,
+    MerchantsModule,
+    ReceiverModule,
+    AdminModule,
+  ],
+  providers: [
+    // Registered here rather than in main.ts so that tests booting AppModule get them too.
+    {
+      provide: APP_PIPE,
+      useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }),
+    },
+    { provide: APP_FILTER, useClass: DomainExceptionFilter },
+  ],
 })
 export class AppModule {}

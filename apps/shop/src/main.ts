@@ -1,14 +1,43 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
+import { AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
+import { InvalidEnvironmentError } from './config/invalid-environment.error';
+import { parseShopEnv } from './config/parse-shop-env';
+import { ShopConfig } from './config/shop-config.interface';
 
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.create(AppModule);
+  // AppModule checks the environment too; checking first here means a typo
+  // in a variable shows as the list of problems alone, not under a stack trace.
+  parseShopEnv(process.env);
+  // abortOnError: false turns any other failed startup (Redis not reachable,
+  // say) into a rejected promise, reported below, rather than an abort.
+  const app = await NestFactory.create(AppModule, { abortOnError: false });
   app.enableShutdownHooks();
-  const port = Number(process.env.PORT ?? 3000);
-  await app.listen(port);
-  new Logger('Shop').log(`Shop listening on http://localhost:${port}`);
+  const config = app.get<ConfigService<{ shop: ShopConfig }, true>>(ConfigService).get('shop', { infer: true });
+  await app.listen(config.port);
+  // Read back from the server: PORT=0 asks the OS for any free port.
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const logger = new Logger('Shop');
+  logger.log(`Shop listening on http://localhost:${port}`);
+  logger.log(
+    `Delay driver: ${config.redisUrl === undefined ? 'wheel (in memory: pending actions are lost on restart)' : 'redis'}; ` +
+      `unpaid timeout ${human(config.unpaidTimeoutMs)}, auto-rate after ${human(config.autoRateAfterMs)}, ` +
+      `offline after ${human(config.offlineAfterMs)}, webhook window ${human(config.webhookWindowMs)}`,
+  );
 }
 
-void bootstrap();
+/** 1800000 → "30m": the largest unit that divides the value, as the variables are written. */
+function human(ms: number): string {
+  const units: Array<[string, number]> = [['h', 3_600_000], ['m', 60_000], ['s', 1_000]];
+  const [unit, size] = units.find(([, unitMs]) => ms % unitMs === 0) ?? ['ms', 1];
+  return `${ms / size}${unit}`;
+}
+
+bootstrap().catch((error: unknown) => {
+  const detail = error instanceof InvalidEnvironmentError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+  console.error(`\nThe shop did not start.\n${detail}\n`);
+  process.exitCode = 1;
+});

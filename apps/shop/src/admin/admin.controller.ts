@@ -1,0 +1,41 @@
+import { Controller, Get, HttpCode, HttpStatus, Param, Post, Query } from '@nestjs/common';
+import { DeadAction, Page, PendingAction } from 'nestjs-delay';
+import { DelaysAdminService } from './delays-admin.service';
+import { DeadActionParams } from './dto/dead-action-params.dto';
+import { PageQuery } from './dto/page.query';
+import { TopicParams } from './dto/topic-params.dto';
+import { RedriveResult } from './redrive-result';
+import { TopicSummary } from './topic-summary';
+
+/** Unauthenticated: this is a demo. A real shop puts these routes behind an admin guard. */
+@Controller('admin/delays')
+export class AdminController {
+  constructor(private readonly admin: DelaysAdminService) {}
+
+  @Get()
+  summary(): Promise<TopicSummary[]> {
+    return this.admin.summary();
+  }
+
+  @Get(':topic')
+  pending(@Param() { topic }: TopicParams, @Query() page: PageQuery): Promise<Page<PendingAction>> {
+    return this.admin.pending(topic, page);
+  }
+
+  @Get(':topic/dead')
+  dead(@Param() { topic }: TopicParams, @Query() page: PageQuery): Promise<Page<DeadAction>> {
+    return this.admin.dead(topic, page);
+  }
+
+  @Post(':topic/dead/redrive')
+  @HttpCode(HttpStatus.OK)
+  redriveAll(@Param() { topic }: TopicParams): Promise<RedriveResult> {
+    return this.admin.redriveAll(topic);
+  }
+
+  @Post(':topic/dead/:id/redrive')
+  @HttpCode(HttpStatus.OK)
+  redrive(@Param() { topic, id }: DeadActionParams): Promise<RedriveResult> {
+    return this.admin.redrive(topic, id);
+  }
+}

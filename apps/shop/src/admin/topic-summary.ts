@@ -1,0 +1,5 @@
+export interface TopicSummary {
+  readonly topic: string;
+  readonly pending: number;
+  readonly dead: number;
+}

@@ -1,0 +1,79 @@
+import { parseDuration } from 'nestjs-delay';
+import { InvalidEnvironmentError } from './invalid-environment.error';
+import { ShopConfig } from './shop-config.interface';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export const SHOP_ENV_DEFAULTS = {
+  PORT: '3000',
+  UNPAID_TIMEOUT: '30m',
+  AUTO_RATE_AFTER: '48h',
+  OFFLINE_AFTER: '30s',
+  WEBHOOK_WINDOW: '3s',
+  WEBHOOK_MAX_BATCH: '100',
+} as const;
+
+/**
+ * Reads the shop's variables, applying defaults. Collects every problem
+ * before throwing, and names the variable and an example of a good value
+ * in each, because this message is the first thing a newcomer sees.
+ */
+export function parseShopEnv(env: Env): ShopConfig {
+  const problems: string[] = [];
+  const config: ShopConfig = {
+    port: integer(env, 'PORT', 0, 65_535, problems),
+    redisUrl: redisUrl(env, problems),
+    unpaidTimeoutMs: duration(env, 'UNPAID_TIMEOUT', problems),
+    autoRateAfterMs: duration(env, 'AUTO_RATE_AFTER', problems),
+    offlineAfterMs: duration(env, 'OFFLINE_AFTER', problems),
+    webhookWindowMs: duration(env, 'WEBHOOK_WINDOW', problems),
+    // 1000 is the delay module's default maxBatchItems, which collect refuses to exceed.
+    webhookMaxBatch: integer(env, 'WEBHOOK_MAX_BATCH', 1, 1_000, problems),
+  };
+  if (problems.length > 0) throw new InvalidEnvironmentError(problems);
+  return config;
+}
+
+function raw(env: Env, name: keyof typeof SHOP_ENV_DEFAULTS): string {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? SHOP_ENV_DEFAULTS[name] : value;
+}
+
+function duration(env: Env, name: keyof typeof SHOP_ENV_DEFAULTS, problems: string[]): number {
+  const value = raw(env, name);
+  let ms: number;
+  try {
+    ms = parseDuration(value);
+  } catch {
+    problems.push(`${name}=${JSON.stringify(value)} is not a duration; use e.g. "500ms", "10s", "30m", "48h" or "1h30m" (default ${SHOP_ENV_DEFAULTS[name]})`);
+    return 0;
+  }
+  if (ms === 0) problems.push(`${name} must be longer than zero (default ${SHOP_ENV_DEFAULTS[name]})`);
+  return ms;
+}
+
+function integer(env: Env, name: keyof typeof SHOP_ENV_DEFAULTS, min: number, max: number, problems: string[]): number {
+  const value = raw(env, name);
+  const parsed = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(parsed) || parsed < min || parsed > max) {
+    problems.push(`${name}=${JSON.stringify(value)} must be a whole number from ${min} to ${max} (default ${SHOP_ENV_DEFAULTS[name]})`);
+    return min;
+  }
+  return parsed;
+}
+
+function redisUrl(env: Env, problems: string[]): string | undefined {
+  const value = env.REDIS_URL?.trim();
+  if (value === undefined || value === '') return undefined;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:') {
+    problems.push(`REDIS_URL=${JSON.stringify(value)} must be a redis:// or rediss:// URL, e.g. redis://localhost:6379 (unset it to use the in-memory driver)`);
+    return undefined;
+  }
+  return value;
+}

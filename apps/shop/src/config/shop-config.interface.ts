@@ -1,0 +1,16 @@
+/** Everything the shop reads from its environment, parsed and checked once at startup. */
+export interface ShopConfig {
+  readonly port: number;
+  /** Set: the Redis driver, so pending actions survive restarts and are shared by instances. Unset: the in-memory wheel. */
+  readonly redisUrl: string | undefined;
+  /** How long a created order may stay unpaid before it is cancelled. */
+  readonly unpaidTimeoutMs: number;
+  /** How long after delivery a buyer may rate before the order is rated 5 stars. */
+  readonly autoRateAfterMs: number;
+  /** Silence after the last heartbeat before a user is shown offline. */
+  readonly offlineAfterMs: number;
+  /** How long a merchant's first event waits for others to join its batch. */
+  readonly webhookWindowMs: number;
+  /** A batch is sent as soon as it holds this many events, window or not. */
+  readonly webhookMaxBatch: number;
+}

@@ -1,0 +1,39 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DelayService } from 'nestjs-delay';
+import { shopConfig } from '../config/shop.config';
+import { ShopConfig } from '../config/shop-config.interface';
+import { OrderEvent } from '../orders/order-event';
+import { OrderEventBus } from '../orders/order-event.bus';
+import { MerchantEvent } from './merchant-event';
+import { MERCHANT_WEBHOOK } from './merchant-topics';
+import { WebhookSubscriptionsRepository } from './webhook-subscriptions.repository';
+
+/**
+ * Turns order events into webhook events for each subscribed merchant in
+ * the order. The library's per-key batching does the rest: the first event
+ * for a merchant opens a window, later ones join it, and the whole batch
+ * reaches WebhookBatchHandler when the window closes (or it is full).
+ */
+@Injectable()
+export class MerchantEventsCollector implements OnModuleInit {
+  constructor(
+    private readonly orderEvents: OrderEventBus,
+    private readonly subscriptions: WebhookSubscriptionsRepository,
+    private readonly delay: DelayService,
+    @Inject(shopConfig.KEY) private readonly config: ShopConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.orderEvents.subscribe((event) => this.collect(event));
+  }
+
+  private async collect(orderEvent: OrderEvent): Promise<void> {
+    for (const merchantId of orderEvent.merchantIds) {
+      // Nobody to send to: collecting would only fill a batch that is dropped.
+      if (!this.subscriptions.findByMerchantId(merchantId)) continue;
+      const event: MerchantEvent = { id: randomUUID(), type: orderEvent.type, orderId: orderEvent.orderId, status: orderEvent.status, at: orderEvent.at };
+      await this.delay.collect(MERCHANT_WEBHOOK, merchantId, event, { window: this.config.webhookWindowMs, maxItems: this.config.webhookMaxBatch });
+    }
+  }
+}

@@ -1,0 +1,4 @@
+export interface Merchant {
+  readonly id: string;
+  readonly name: string;
+}

@@ -1,0 +1,7 @@
+import { Merchant } from './merchant';
+
+/** The demo merchants; the catalogue's products name them. */
+export const MERCHANTS_SEED: readonly Merchant[] = [
+  { id: 'leafy', name: 'Leafy Teas' },
+  { id: 'potters', name: 'The Potters' },
+];

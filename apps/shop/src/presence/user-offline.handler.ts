@@ -1,0 +1,14 @@
+import { Injectable } from '@nestjs/common';
+import { DelayContext, OnDelayExpired } from 'nestjs-delay';
+import { USER_OFFLINE, UserOfflinePayload } from './presence-topics';
+import { PresenceService } from './presence.service';
+
+@Injectable()
+export class UserOfflineHandler {
+  constructor(private readonly presence: PresenceService) {}
+
+  @OnDelayExpired(USER_OFFLINE)
+  onSilence({ key, payload }: DelayContext<UserOfflinePayload>): void {
+    this.presence.markOfflineIfSilent(key, payload);
+  }
+}
