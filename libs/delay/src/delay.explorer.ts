@@ -30,7 +30,16 @@ export class DelayExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
-    for (const wrapper of wrappers) this.explore(wrapper);
+    // An alias (`useExisting`) is a second wrapper around the same instance: explore each instance once.
+    const explored = new Set<unknown>();
+    for (const wrapper of wrappers) {
+      const instance: unknown = wrapper.instance;
+      if (instance && typeof instance === 'object') {
+        if (explored.has(instance)) continue;
+        explored.add(instance);
+      }
+      this.explore(wrapper);
+    }
     if (this.registry.size > 0) this.logger.log(`${this.registry.size} delay handler(s) registered`);
   }
 
