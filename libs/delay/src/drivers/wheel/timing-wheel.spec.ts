@@ -143,3 +143,14 @@ describe('TimingWheel', () => {
     expect(wheel.timeOf(3)).toBe(1_300);
   });
 });
+
+describe('TimingWheel bucket order', () => {
+  it('fires actions due in the same tick in the order they were filed, on every level', () => {
+    const { wheel, add } = makeWheel();
+    // Same tick, near (level 0) and far (filed high, cascaded down): first in, first out.
+    const near = [add(5), add(5), add(5)];
+    const far = [add(40_000), add(40_000), add(40_000)];
+    const { order } = runUntilEmpty(wheel);
+    expect(order).toEqual([...near, ...far]);
+  });
+});

@@ -24,6 +24,8 @@ export class TimingWheel {
   /** Ticks up to and including `elapsed` have been processed. */
   private elapsed = 0;
   private readonly heads = new Int32Array(LEVELS * SLOTS).fill(NIL);
+  /** Buckets are FIFO: actions due in the same tick fire in the order they were filed. */
+  private readonly tails = new Int32Array(LEVELS * SLOTS).fill(NIL);
   /** Bit s of occupied[L] is set when bucket s of level L is non-empty. */
   private readonly occupied = new Int32Array(LEVELS);
 
@@ -61,11 +63,12 @@ export class TimingWheel {
     const slot = Math.floor(when / SPAN[level]) % SLOTS;
     const bucket = level * SLOTS + slot;
     const { next, prev, where } = this.arena;
-    const head = this.heads[bucket];
-    next[i] = head;
-    prev[i] = NIL;
-    if (head !== NIL) prev[head] = i;
-    this.heads[bucket] = i;
+    const tail = this.tails[bucket];
+    next[i] = NIL;
+    prev[i] = tail;
+    if (tail === NIL) this.heads[bucket] = i;
+    else next[tail] = i;
+    this.tails[bucket] = i;
     where[i] = bucket;
     this.occupied[level] |= 1 << slot;
     return Math.floor(elapsed / SPAN[level + 1]) * SPAN[level + 1] + slot * SPAN[level];
@@ -77,7 +80,8 @@ export class TimingWheel {
     const bucket = where[i];
     if (prev[i] === NIL) this.heads[bucket] = next[i];
     else next[prev[i]] = next[i];
-    if (next[i] !== NIL) prev[next[i]] = prev[i];
+    if (next[i] === NIL) this.tails[bucket] = prev[i];
+    else prev[next[i]] = prev[i];
     if (this.heads[bucket] === NIL) {
       this.occupied[Math.floor(bucket / SLOTS)] &= ~(1 << bucket % SLOTS);
     }
@@ -116,6 +120,7 @@ export class TimingWheel {
       const bucket = level * SLOTS + slot;
       let i = this.heads[bucket];
       this.heads[bucket] = NIL;
+      this.tails[bucket] = NIL;
       this.occupied[level] &= ~(1 << slot);
       const next = this.arena.next;
       while (i !== NIL) {

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import {
   DelayConsumer,
   Delivery,
+  DriverUnavailableError,
   DeliveryOutcome,
   DueSpec,
   DueTimeOutOfRangeError,
@@ -104,6 +105,14 @@ describe('WheelDriver', () => {
   afterEach(async () => {
     for (const open of openDeferreds.splice(0)) open.resolve();
     await driver?.close();
+  });
+
+  it('refuses new work once closed, rather than accepting what would never fire', async () => {
+    setUp(1);
+    await driver.schedule(command('before', { delayMs: 1_000 }));
+    await driver.close();
+    await expect(driver.schedule(command('after', { delayMs: 1_000 }))).rejects.toBeInstanceOf(DriverUnavailableError);
+    expect(await driver.count(TOPIC)).toBe(1);
   });
 
   describe('timing', () => {

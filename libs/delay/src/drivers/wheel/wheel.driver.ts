@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
   CollectCommand,
   CollectResult,
@@ -88,6 +89,7 @@ export class WheelDriver implements DelayDriver {
   }
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
+    this.assertOpen();
     const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
     const topic = this.topic(command.topic);
     const existing = topic.index.get(command.key);
@@ -116,6 +118,7 @@ export class WheelDriver implements DelayDriver {
     const state = this.topics.get(command.topic);
     const i = state?.index.get(command.key);
     if (state === undefined || i === undefined) return null;
+    this.assertOpen();
     if (isBatch(this.arena.payloads[i])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
     const moved = this.arm(state, command.key, this.arena.payloads[i], dueAt, i, this.arena.attempt[i]);
@@ -157,6 +160,7 @@ export class WheelDriver implements DelayDriver {
     const state = this.topics.get(topic);
     const record = state?.dead.get(id);
     if (state === undefined || record === undefined) return false;
+    this.assertOpen();
     state.dead.delete(id);
     const now = this.clock.now();
     if (record.items) {
@@ -171,6 +175,7 @@ export class WheelDriver implements DelayDriver {
   }
 
   async collect(command: CollectCommand): Promise<CollectResult> {
+    this.assertOpen();
     const now = this.clock.now();
     const state = this.topic(command.topic);
     const { arena } = this;
@@ -232,8 +237,14 @@ export class WheelDriver implements DelayDriver {
   /** Resolves once no handler runs and no dispatch is queued (used by the virtual clock). */
   async whenIdle(): Promise<void> {
     while (this.pumpQueued || this.inFlight.size > 0) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.inFlight.size > 0) await this.inFlight.whenEmpty();
+      else await new Promise<void>((resolve) => setImmediate(resolve));
     }
+  }
+
+  /** After close nothing would ever fire: refuse rather than accept and lose. */
+  private assertOpen(): void {
+    if (this.closed) throw new DriverUnavailableError('the wheel driver is closed (the application is shutting down)');
   }
 
   // ---- filing ----------------------------------------------------------
