@@ -72,7 +72,7 @@ export class TestRedisServer {
     const deadline = Date.now() + 10_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}: ${stderr.join('')}`);
-      const probe = new IORedis({ port: this.port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const probe = new IORedis({ port: this.port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, disconnectTimeout: 0 });
       probe.on('error', () => undefined);
       try {
         await probe.connect();

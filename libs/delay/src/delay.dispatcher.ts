@@ -47,19 +47,19 @@ export class DelayDispatcher implements DelayConsumer {
         firedAt: new Date(delivery.firedAt),
         attempt,
       });
-      this.events.emit(() => ({ type: 'completed', topic, key, attempt }));
+      this.events.emit(() => ({ type: 'completed', topic, key, attempt, size }));
       return { kind: 'completed' };
     } catch (thrown) {
       const error = describe(thrown);
-      this.events.emit(() => ({ type: 'failed', topic, key, attempt, error }));
+      this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
       if (attempt < handler.options.attempts) {
         const delayMs = backoffDelay(handler.options.backoff, attempt);
         this.logger.warn(`${handler.name} failed on "${key}" (attempt ${attempt}/${handler.options.attempts}), retrying in ${delayMs} ms: ${error}`);
-        this.events.emit(() => ({ type: 'retrying', topic, key, attempt, error, retryAt: new Date(this.clock.now() + delayMs) }));
+        this.events.emit(() => ({ type: 'retrying', topic, key, attempt, size, error, retryAt: new Date(this.clock.now() + delayMs) }));
         return { kind: 'retry', delayMs, error };
       }
       this.logger.error(`${handler.name} failed on "${key}" after ${attempt} attempt(s); moved to the dead set: ${error}`);
-      this.events.emit(() => ({ type: 'dead', topic, key, attempt, error }));
+      this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
       return { kind: 'dead', error };
     }
   }

@@ -8,6 +8,7 @@ export class DueTimeOutOfRangeError extends DelayError {
     readonly dueAt: number,
     reason: string,
   ) {
-    super(`Due time ${Number.isFinite(dueAt) ? new Date(dueAt).toISOString() : String(dueAt)} is out of range: ${reason}`);
+    // Beyond Date's ±8.64e15 ms, toISOString would throw a RangeError instead.
+    super(`Due time ${Number.isNaN(new Date(dueAt).getTime()) ? String(dueAt) : new Date(dueAt).toISOString()} is out of range: ${reason}`);
   }
 }

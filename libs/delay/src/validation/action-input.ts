@@ -29,10 +29,14 @@ export function validateTopic(topic: unknown): string {
   return topic;
 }
 
+/** Half of a surrogate pair on its own: not Unicode, with no UTF-8 form. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function validateKey(key: unknown): string {
   if (typeof key !== 'string') throw new InvalidKeyError(key, `must be a string, got ${typeof key}`);
   if (key.length === 0) throw new InvalidKeyError(key, 'must not be empty');
   if (key.length > MAX_KEY_LENGTH) throw new InvalidKeyError(key, `longer than ${MAX_KEY_LENGTH} characters`);
+  if (LONE_SURROGATE.test(key)) throw new InvalidKeyError(key, 'contains a lone surrogate, which Redis would store as U+FFFD (two such keys would collide)');
   return key;
 }
 

@@ -186,7 +186,8 @@ export class RedisTopicConsumer {
         }
         return;
       } catch (error) {
-        if (!(error instanceof DriverUnavailableError) || attempt >= 50) {
+        // A connection closed at shutdown never comes back: retrying would only keep the process alive.
+        if (!(error instanceof DriverUnavailableError) || attempt >= 50 || this.connection.client.status === 'end') {
           this.logger.error(`Could not record the outcome of "${this.settings.topic}" / "${delivery.key}": ${error instanceof Error ? error.message : String(error)}; it will run again when its lease expires`);
           return;
         }

@@ -71,7 +71,7 @@ export class RedisDriver implements DelayDriver {
       [keys.due, keys.env, keys.active, keys.seq],
       [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake],
     );
-    const status = this.checkStatus(reply, command.maxPastMs);
+    const status = this.checkStatus(reply, command.maxPastMs, command.due);
     if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const outcome = status === 1 ? 'created' : status === 2 ? 'replaced' : 'kept';
     return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome };
@@ -90,7 +90,7 @@ export class RedisDriver implements DelayDriver {
       [keys.due, keys.env, keys.active, keys.seq],
       [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
     );
-    const status = this.checkStatus(reply, command.maxPastMs);
+    const status = this.checkStatus(reply, command.maxPastMs, command.due);
     if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     if (status === 0) return null;
     return toStoredAction(command.topic, command.key, String(reply[1]), false, '');
@@ -168,11 +168,13 @@ export class RedisDriver implements DelayDriver {
     const subscriber = await this.connection.duplicate();
     this.subscriber = subscriber;
     subscriber.on('message', (channel: string, message: string) => byChannel.get(channel)?.wake(Number(message)));
-    // After a reconnect ioredis re-subscribes; wakes sent meanwhile were lost, so every topic looks again.
-    let connectedOnce = false;
+    // After a reconnect, wakes sent meanwhile were lost, so every topic looks again once it is subscribed again
+    // (ioredis emits 'ready' before it re-subscribes). The first connection's 'ready' came inside duplicate().
     subscriber.on('ready', () => {
-      if (connectedOnce) for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
-      connectedOnce = true;
+      const lookAgain = (): void => {
+        for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
+      };
+      subscriber.subscribe(...byChannel.keys()).then(lookAgain, lookAgain);
     });
     await subscriber.subscribe(...byChannel.keys());
     for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
@@ -209,10 +211,12 @@ export class RedisDriver implements DelayDriver {
   }
 
   /** Turns a script's range refusal into the same typed error the wheel throws. */
-  private checkStatus(reply: Reply, maxPastMs: number): number {
+  private checkStatus(reply: Reply, maxPastMs: number, due: DueSpec): number {
     const status = Number(reply[0]);
-    if (status === -1) throw new DueTimeOutOfRangeError(Number(reply[1]), `more than ${maxPastMs} ms in the past (option maxPast)`);
-    if (status === -2) throw new DueTimeOutOfRangeError(Number(reply[1]), `beyond the driver's horizon of ${this.horizonMs} ms from now`);
+    // Lua prints numbers to 14 digits: an absolute time is reported as it was asked for.
+    const dueAt = 'atMs' in due ? due.atMs : Number(reply[1]);
+    if (status === -1) throw new DueTimeOutOfRangeError(dueAt, `more than ${maxPastMs} ms in the past (option maxPast)`);
+    if (status === -2) throw new DueTimeOutOfRangeError(dueAt, `beyond the driver's horizon of ${this.horizonMs} ms from now`);
     this.clockSkew.value = Number(reply[2]) - Date.now();
     return status;
   }

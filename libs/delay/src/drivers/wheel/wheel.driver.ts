@@ -449,6 +449,18 @@ export class WheelDriver implements DelayDriver {
   }
 }
 
+/** Code point order, which is UTF-8 byte order: the order Redis lists keys in (JS `<` compares UTF-16 units). */
 function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  const length = Math.min(a.length, b.length);
+  for (let n = 0; n < length; n++) {
+    const x = a.charCodeAt(n);
+    const y = b.charCodeAt(n);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** Surrogates (D800-DFFF) encode code points above FFFF, so they rank above E000-FFFF. */
+function codePointRank(unit: number): number {
+  return unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;
 }

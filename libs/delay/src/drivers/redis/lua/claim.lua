@@ -5,8 +5,8 @@ First, leases that expired (their instance crashed or stalled) go back to
 due now, as a new attempt with a new token, so a late ack from the stalled
 run changes nothing. Then the earliest due actions move from due to active.
 An open batch (envelope payload "#count|openedAt", filed under its bare key)
-is closed as it is claimed: re-filed under key .. "\31" .. token, so items
-collected from now on open the next batch.
+is closed as it is claimed: re-filed under key .. "\31" .. token (zero-padded,
+as collect does), so items collected from now on open the next batch.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
@@ -49,7 +49,7 @@ if limit > 0 then
       local items = ''
       if string.sub(payload, 1, 1) == '#' then
         if not string.find(member, '\31', 1, true) then
-          local sealed = member .. '\31' .. token
+          local sealed = member .. '\31' .. string.format('%016d', tonumber(token))
           redis.call('HDEL', KEYS[2], member)
           redis.call('HSET', KEYS[2], sealed, envelope)
           redis.call('RENAME', itemsPrefix .. member, itemsPrefix .. sealed)

@@ -4,8 +4,10 @@ collect: appends an item to the key's open batch, opening one if there is none.
 The batch's envelope is "token|attempt|dueAt|#count|openedAt"; its items are
 a STRING of netstrings ("<bytes>:<json>" repeated) at ARGV[8] .. key, a key
 in the same hash tag (so the same cluster slot) as KEYS. A full batch is
-closed at once: it is re-filed under key .. "\31" .. token, due now, and the
-next item opens a new batch under the key.
+closed at once: it is re-filed under key .. "\31" .. token (the token
+zero-padded, so closed batches of a key due in the same ms sort, and are
+claimed, in the order they closed), due now, and the next item opens a new
+batch under the key.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
@@ -60,7 +62,7 @@ redis.call('APPEND', itemsPrefix .. key, string.len(ARGV[2]) .. ':' .. ARGV[2])
 local member = key
 if size >= tonumber(ARGV[6]) then
   -- Full: close it under its own id, so the key is free for the next batch.
-  member = key .. '\31' .. token
+  member = key .. '\31' .. string.format('%016d', tonumber(token))
   redis.call('HDEL', KEYS[2], key)
   redis.call('ZREM', KEYS[1], key)
   redis.call('RENAME', itemsPrefix .. key, itemsPrefix .. member)

@@ -1,0 +1,166 @@
+import {
+  DelayService,
+  DueTimeOutOfRangeError,
+  IfExists,
+  InvalidDurationError,
+  InvalidKeyError,
+  InvalidScheduleOptionsError,
+  InvalidTopicError,
+  PayloadNotSerializableError,
+  PayloadTooLargeError,
+  ScheduleOptions,
+} from 'nestjs-delay';
+import { Booted, conformanceDrivers } from './support/driver-fixture';
+import { TOPIC } from './support/probe';
+
+const DAY = 86_400_000;
+const YEAR = 365 * DAY;
+
+type ErrorClass =
+  | typeof InvalidTopicError
+  | typeof InvalidKeyError
+  | typeof InvalidDurationError
+  | typeof DueTimeOutOfRangeError
+  | typeof InvalidScheduleOptionsError
+  | typeof PayloadNotSerializableError
+  | typeof PayloadTooLargeError;
+
+interface BadInput {
+  readonly name: string;
+  /** The call, against an app where TOPIC.basic / 'existing' is pending; `now` is the driver's clock. */
+  readonly call: (delay: DelayService, now: number) => Promise<unknown>;
+  readonly error: ErrorClass;
+  readonly code: string;
+  /** For an absolute due time out of range: the dueAt the error must report. */
+  readonly dueAt?: (now: number) => number;
+}
+
+const cycle: { self?: unknown } = {};
+cycle.self = cycle;
+
+const schedule = (options: ScheduleOptions, topic: string = TOPIC.basic, key = 'existing') => (delay: DelayService) => delay.schedule(topic, key, options);
+const at = (offsetMs: number, asDate: boolean) => (delay: DelayService, now: number) =>
+  delay.schedule(TOPIC.basic, 'existing', { at: asDate ? new Date(now + offsetMs) : now + offsetMs, payload: 'changed' });
+
+const TOPIC_CODE = 'ERR_DELAY_INVALID_TOPIC';
+const KEY_CODE = 'ERR_DELAY_INVALID_KEY';
+const DURATION_CODE = 'ERR_DELAY_INVALID_DURATION';
+const RANGE_CODE = 'ERR_DELAY_DUE_TIME_OUT_OF_RANGE';
+const OPTIONS_CODE = 'ERR_DELAY_INVALID_SCHEDULE_OPTIONS';
+
+/** Every input the contract says must be refused, with the error both drivers must give. */
+const BAD_INPUTS: BadInput[] = [
+  { name: 'empty topic', call: schedule({ delay: 100 }, ''), error: InvalidTopicError, code: TOPIC_CODE },
+  { name: 'over-long topic', call: schedule({ delay: 100 }, 't'.repeat(101)), error: InvalidTopicError, code: TOPIC_CODE },
+  { name: 'topic outside the safe alphabet', call: schedule({ delay: 100 }, 'conf basic{x}'), error: InvalidTopicError, code: TOPIC_CODE },
+  { name: 'empty key', call: schedule({ delay: 100 }, TOPIC.basic, ''), error: InvalidKeyError, code: KEY_CODE },
+  { name: 'over-long key', call: schedule({ delay: 100 }, TOPIC.basic, 'k'.repeat(513)), error: InvalidKeyError, code: KEY_CODE },
+  // Redis stores keys as UTF-8, where a lone surrogate cannot be told from another (both become U+FFFD).
+  { name: 'key with a lone surrogate', call: schedule({ delay: 100 }, TOPIC.basic, 'order-\ud800'), error: InvalidKeyError, code: KEY_CODE },
+  { name: 'key that is not a string', call: schedule({ delay: 100 }, TOPIC.basic, 42 as unknown as string), error: InvalidKeyError, code: KEY_CODE },
+  { name: 'negative delay', call: schedule({ delay: -1, payload: 'changed' }), error: InvalidDurationError, code: DURATION_CODE },
+  { name: 'negative delay string', call: schedule({ delay: '-5s', payload: 'changed' }), error: InvalidDurationError, code: DURATION_CODE },
+  { name: 'NaN delay', call: schedule({ delay: NaN, payload: 'changed' }), error: InvalidDurationError, code: DURATION_CODE },
+  { name: 'infinite delay', call: schedule({ delay: Infinity, payload: 'changed' }), error: InvalidDurationError, code: DURATION_CODE },
+  { name: 'garbage delay string', call: schedule({ delay: 'soon', payload: 'changed' }), error: InvalidDurationError, code: DURATION_CODE },
+  { name: 'delay beyond the horizon', call: schedule({ delay: '101y', payload: 'changed' }), error: DueTimeOutOfRangeError, code: RANGE_CODE },
+  { name: 'delay beyond the range of Date', call: schedule({ delay: 1e18, payload: 'changed' }), error: DueTimeOutOfRangeError, code: RANGE_CODE },
+  { name: 'at (Date) far in the past', call: at(-2 * DAY, true), error: DueTimeOutOfRangeError, code: RANGE_CODE, dueAt: (now) => now - 2 * DAY },
+  { name: 'at (epoch ms) far in the past', call: at(-2 * DAY, false), error: DueTimeOutOfRangeError, code: RANGE_CODE, dueAt: (now) => now - 2 * DAY },
+  { name: 'at (Date) beyond the horizon', call: at(101 * YEAR, true), error: DueTimeOutOfRangeError, code: RANGE_CODE, dueAt: (now) => now + 101 * YEAR },
+  { name: 'at (epoch ms) beyond the horizon', call: at(101 * YEAR, false), error: DueTimeOutOfRangeError, code: RANGE_CODE, dueAt: (now) => now + 101 * YEAR },
+  {
+    name: 'at the largest safe integer',
+    call: schedule({ at: Number.MAX_SAFE_INTEGER, payload: 'changed' }),
+    error: DueTimeOutOfRangeError,
+    code: RANGE_CODE,
+    dueAt: () => Number.MAX_SAFE_INTEGER,
+  },
+  { name: 'invalid Date', call: schedule({ at: new Date('not a date'), payload: 'changed' }), error: InvalidScheduleOptionsError, code: OPTIONS_CODE },
+  { name: 'both delay and at', call: schedule({ delay: 100, at: 5 } as unknown as ScheduleOptions), error: InvalidScheduleOptionsError, code: OPTIONS_CODE },
+  { name: 'neither delay nor at', call: schedule({ payload: 'changed' } as unknown as ScheduleOptions), error: InvalidScheduleOptionsError, code: OPTIONS_CODE },
+  { name: 'unknown ifExists', call: schedule({ delay: 100, ifExists: 'merge' as unknown as IfExists }), error: InvalidScheduleOptionsError, code: OPTIONS_CODE },
+  { name: 'BigInt payload', call: schedule({ delay: 100, payload: { amount: BigInt(10) } }), error: PayloadNotSerializableError, code: 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE' },
+  { name: 'cyclic payload', call: schedule({ delay: 100, payload: cycle }), error: PayloadNotSerializableError, code: 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE' },
+  { name: 'payload with no JSON form', call: schedule({ delay: 100, payload: () => 1 }), error: PayloadNotSerializableError, code: 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE' },
+  { name: 'payload over the size limit', call: schedule({ delay: 100, payload: 'x'.repeat(65_536) }), error: PayloadTooLargeError, code: 'ERR_DELAY_PAYLOAD_TOO_LARGE' },
+  { name: 'reschedule to a garbage delay', call: (delay) => delay.reschedule(TOPIC.basic, 'existing', { delay: '5 parsecs' }), error: InvalidDurationError, code: DURATION_CODE },
+  {
+    name: 'reschedule far into the past',
+    call: (delay, now) => delay.reschedule(TOPIC.basic, 'existing', { at: now - 2 * DAY }),
+    error: DueTimeOutOfRangeError,
+    code: RANGE_CODE,
+    dueAt: (now) => now - 2 * DAY,
+  },
+  {
+    name: 'reschedule beyond the horizon',
+    call: (delay, now) => delay.reschedule(TOPIC.basic, 'existing', { at: now + 101 * YEAR }),
+    error: DueTimeOutOfRangeError,
+    code: RANGE_CODE,
+    dueAt: (now) => now + 101 * YEAR,
+  },
+  { name: 'cancel with an empty key', call: (delay) => delay.cancel(TOPIC.basic, ''), error: InvalidKeyError, code: KEY_CODE },
+  { name: 'get with a bad topic', call: (delay) => delay.get('', 'existing'), error: InvalidTopicError, code: TOPIC_CODE },
+  { name: 'list with a bad page', call: (delay) => delay.list(TOPIC.basic, { offset: -1 }), error: InvalidScheduleOptionsError, code: OPTIONS_CODE },
+];
+
+/** The same payloads on both drivers, and what JSON turns them into. */
+const ROUND_TRIPS: Array<{ readonly name: string; readonly payload: unknown; readonly received: unknown }> = [
+  {
+    name: 'an object with a Date, unicode, pipes, nesting, null, NaN and undefined',
+    payload: { when: new Date(Date.UTC(2031, 4, 6, 7, 8, 9, 123)), n: 1.5, s: 'ü € 😀 | a|b', nested: { list: [1, null, true, 'x'] }, nothing: null, nan: NaN, dropped: undefined },
+    received: { when: '2031-05-06T07:08:09.123Z', n: 1.5, s: 'ü € 😀 | a|b', nested: { list: [1, null, true, 'x'] }, nothing: null, nan: null },
+  },
+  { name: 'a Date alone', payload: new Date(Date.UTC(2030, 0, 2)), received: '2030-01-02T00:00:00.000Z' },
+  { name: 'a string', payload: 'plain text', received: 'plain text' },
+  { name: 'an empty string', payload: '', received: '' },
+  { name: 'zero', payload: 0, received: 0 },
+  { name: 'false', payload: false, received: false },
+  { name: 'null', payload: null, received: null },
+  { name: 'an empty array', payload: [], received: [] },
+  { name: 'no payload', payload: undefined, received: undefined },
+];
+
+describe.each(conformanceDrivers())('conformance: inputs on the $name driver', (fx) => {
+  let t: Booted;
+
+  beforeAll(() => fx.start());
+  afterAll(() => fx.stop());
+  beforeEach(async () => {
+    t = await fx.boot();
+  });
+  afterEach(() => fx.shutdown());
+
+  it.each(BAD_INPUTS)('rejects $name with $code and changes nothing', async ({ call, error, code, dueAt }) => {
+    await t.delay.schedule(TOPIC.basic, 'existing', { delay: 60_000, payload: { v: 1 } });
+    const before = await t.delay.list(TOPIC.basic);
+
+    const now = fx.now();
+    const rejection = call(t.delay, now);
+    await expect(rejection).rejects.toBeInstanceOf(error);
+    await expect(rejection).rejects.toMatchObject({ code, name: error.name });
+    if (dueAt) await expect(rejection).rejects.toMatchObject({ dueAt: dueAt(now) });
+
+    expect(await t.delay.list(TOPIC.basic)).toEqual(before);
+    expect(await t.delay.count(TOPIC.basic)).toBe(1);
+    expect(await t.delay.get(TOPIC.basic, 'existing')).toEqual(before.items[0]);
+    expect(await t.delay.count(TOPIC.retry)).toBe(0);
+  });
+
+  it('every payload round-trips as JSON: the same on schedule, get, list and in the handler', async () => {
+    const at = fx.now() + 100;
+    for (const [n, { payload, received }] of ROUND_TRIPS.entries()) {
+      const pending = await t.delay.schedule(TOPIC.basic, `p${n}`, { at, payload });
+      expect(pending.payload).toStrictEqual(received);
+      expect((await t.delay.get(TOPIC.basic, `p${n}`))?.payload).toStrictEqual(received);
+    }
+    const listed = await t.delay.list(TOPIC.basic);
+    expect(listed.items.map((action) => action.payload)).toStrictEqual(ROUND_TRIPS.map(({ received }) => received));
+
+    await fx.waitFor(() => t.probe.calls.length === ROUND_TRIPS.length, 'every run', 100 + fx.latenessMs);
+    const byKey = new Map(t.probe.calls.map((call) => [call.key, call.payload]));
+    ROUND_TRIPS.forEach(({ name, received }, n) => {
+      expect({ name, payload: byKey.get(`p${n}`) }).toStrictEqual({ name, payload: received });
+    });
+  });
+});
