@@ -1,59 +1,75 @@
-import { ShopTestApp, startShop } from './shop-test-app';
+import { UserPresence } from '../../apps/shop/src/presence/user-presence';
+import { dueTime, SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
 
-describe('Presence (e2e): heartbeats keep a user online, 30 s of silence takes them offline', () => {
-  let shop: ShopTestApp;
+describe.each(SHOP_DRIVERS)('Presence (e2e) on the %s driver: heartbeats keep a user online, silence takes them offline', (driver) => {
+  const fixture = useShopFixture(driver);
+  const { OFFLINE_AFTER } = timeoutsOf(driver);
+  let shop: ShopUnderTest;
 
   beforeEach(async () => {
-    shop = await startShop();
+    shop = await fixture.start();
   });
 
-  afterEach(async () => {
-    await shop.app.close();
-  });
-
-  async function presenceOf(userId: string): Promise<Record<string, unknown>> {
-    const { body } = await shop.http.get(`/presence/${userId}`).expect(200);
-    return body as Record<string, unknown>;
+  async function heartbeat(userId: string): Promise<UserPresence> {
+    const { body } = await shop.http.post(`/presence/${userId}/heartbeat`).expect(200);
+    return body as UserPresence;
   }
 
-  it('keeps a user online for as long as heartbeats come within 30 s of each other', async () => {
-    const { body: first } = await shop.http.post('/presence/ann/heartbeat').expect(200);
-    expect(first).toMatchObject({ userId: 'ann', online: true });
+  async function presenceOf(userId: string): Promise<UserPresence> {
+    const { body } = await shop.http.get(`/presence/${userId}`).expect(200);
+    return body as UserPresence;
+  }
 
-    // Ten minutes of heartbeats 25 s apart: far past 30 s since the first.
-    for (let beat = 0; beat < 24; beat++) {
-      await shop.clock.advance('25s');
-      await shop.http.post('/presence/ann/heartbeat').expect(200);
+  it(`keeps a user online for as long as heartbeats come within OFFLINE_AFTER (${OFFLINE_AFTER}) of each other`, async () => {
+    const { every, count } = fixture.profile.heartbeats;
+    let last = await heartbeat('ann');
+    expect(last).toMatchObject({ userId: 'ann', online: true });
+    // One heartbeat and then silence: proves the time below is long enough for the offline action to fire.
+    await heartbeat('bob');
+
+    // Far past OFFLINE_AFTER since the first heartbeat (ten minutes on the wheel), each beat within it of the one before.
+    for (let beat = 0; beat < count; beat++) {
+      await shop.time.pass(every);
+      last = await shop.time.stillBefore(offlineDueAt(last), async () => {
+        expect(await presenceOf('ann')).toMatchObject({ online: true });
+        return heartbeat('ann');
+      });
     }
     expect(await presenceOf('ann')).toMatchObject({ online: true });
+    expect(await presenceOf('bob')).toMatchObject({ online: false });
 
     // One pending action per user, re-armed by each heartbeat, not one per heartbeat.
     const { body: pending } = await shop.http.get('/admin/delays/user.offline').expect(200);
     expect(pending).toMatchObject({ total: 1, items: [{ key: 'ann' }] });
   });
 
-  it('marks a user offline 30 s after their last heartbeat', async () => {
-    await shop.http.post('/presence/ann/heartbeat').expect(200);
-    await shop.clock.advance('20s');
-    const { body: last } = await shop.http.post('/presence/ann/heartbeat').expect(200);
+  it(`marks a user offline OFFLINE_AFTER (${OFFLINE_AFTER}) after their last heartbeat`, async () => {
+    await heartbeat('ann');
+    await shop.time.pass((2 / 3) * shop.config.offlineAfterMs);
+    const last = await heartbeat('ann');
+    const dueAt = offlineDueAt(last);
+    shop.time.expectDelay(last.lastSeenAt, dueAt, shop.config.offlineAfterMs);
 
-    await shop.clock.advance('29s');
-    expect(await presenceOf('ann')).toMatchObject({ online: true });
+    expect(await shop.time.justBefore(dueAt, () => presenceOf('ann'))).toMatchObject({ online: true });
 
-    await shop.clock.advance('1s');
-    expect(await presenceOf('ann')).toMatchObject({ online: false, lastSeenAt: (last as { lastSeenAt: string }).lastSeenAt });
+    const offline = await shop.time.at(dueAt, () => presenceOf('ann'), (presence) => !presence.online);
+    expect(offline).toMatchObject({ online: false, lastSeenAt: last.lastSeenAt });
+    shop.time.expectOnTime(offline.offlineSince, dueAt);
   });
 
   it('brings an offline user back online with the next heartbeat, and tracks users apart', async () => {
-    await shop.http.post('/presence/ann/heartbeat').expect(200);
-    await shop.clock.advance('15s');
-    await shop.http.post('/presence/bob/heartbeat').expect(200);
+    const ann = await heartbeat('ann');
+    await shop.time.pass(shop.config.offlineAfterMs / 2);
+    const bob = await heartbeat('bob');
 
-    await shop.clock.advance('20s');
-    expect(await presenceOf('ann')).toMatchObject({ online: false });
-    expect(await presenceOf('bob')).toMatchObject({ online: true });
+    expect(await shop.time.at(offlineDueAt(ann), () => presenceOf('ann'), (presence) => !presence.online)).toMatchObject({ online: false });
+    expect(await shop.time.stillBefore(offlineDueAt(bob), () => presenceOf('bob'))).toMatchObject({ online: true });
 
-    await shop.http.post('/presence/ann/heartbeat').expect(200);
+    await heartbeat('ann');
     expect(await presenceOf('ann')).toMatchObject({ online: true });
   });
 });
+
+function offlineDueAt(presence: UserPresence): string {
+  return dueTime(presence.offlineDueAt, `offlineDueAt for "${presence.userId}"`);
+}

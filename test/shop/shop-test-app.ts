@@ -1,37 +1,56 @@
-import { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { INestApplication, Type } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { Test, TestingModuleBuilder } from '@nestjs/testing';
 import { DelayClock } from 'nestjs-delay';
 import { VirtualClock } from 'nestjs-delay/testing';
 import { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { AppModule } from '../../apps/shop/src/app.module';
 import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
+import { ShopConfig } from '../../apps/shop/src/config/shop-config.interface';
 
-type ShopEnv = Partial<Record<keyof typeof SHOP_ENV_DEFAULTS | 'REDIS_URL', string>>;
+export type ShopEnv = Partial<Record<keyof typeof SHOP_ENV_DEFAULTS | 'REDIS_URL' | 'REDIS_PREFIX', string>>;
 
-export interface ShopTestApp {
+/** A provider replaced by a given instance, e.g. a repository shared by two app instances. */
+export interface ProviderOverride<T = unknown> {
+  readonly token: Type<T>;
+  readonly value: T;
+}
+
+export function override<T>(token: Type<T>, value: T): ProviderOverride<T> {
+  return { token, value };
+}
+
+export interface BootedShop {
   readonly app: INestApplication;
-  readonly clock: VirtualClock;
   /** supertest bound to the app's HTTP server. */
   readonly http: ReturnType<typeof request>;
   /** Set when started with `listen: true`: the app's real base URL. */
   readonly baseUrl: string | undefined;
+  /** The shop's configuration as the app parsed it at startup. */
+  readonly config: ShopConfig;
+}
+
+export interface BootOptions {
+  readonly env?: ShopEnv;
+  /** Replaces the delay clock (the wheel driver then runs on it); unset: the system clock. */
+  readonly clock?: VirtualClock;
+  readonly listen?: boolean;
+  readonly overrides?: readonly ProviderOverride[];
 }
 
 /**
- * Boots the real AppModule on a virtual clock: the test moves time with
- * `clock.advance('30m')` and nothing waits in real time. The shop's
- * variables are pinned to their defaults (plus `env`), so a developer's own
- * UNPAID_TIMEOUT or REDIS_URL cannot change what these tests see.
+ * Boots the real AppModule. The shop's variables are pinned to their
+ * defaults (plus `env`), so a developer's own UNPAID_TIMEOUT or REDIS_URL
+ * cannot change what these tests see.
  */
-export async function startShop(options: { env?: ShopEnv; listen?: boolean } = {}): Promise<ShopTestApp> {
-  const clock = new VirtualClock();
-  const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, REDIS_URL: undefined, ...options.env }, () =>
-    Test.createTestingModule({ imports: [AppModule] })
-      .overrideProvider(DelayClock)
-      .useValue(clock)
-      .compile(),
-  );
+export async function bootShop(options: BootOptions = {}): Promise<BootedShop> {
+  const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, REDIS_URL: undefined, REDIS_PREFIX: undefined, ...options.env }, () => {
+    let builder: TestingModuleBuilder = Test.createTestingModule({ imports: [AppModule] });
+    if (options.clock) builder = builder.overrideProvider(DelayClock).useValue(options.clock);
+    for (const { token, value } of options.overrides ?? []) builder = builder.overrideProvider(token).useValue(value);
+    return builder.compile();
+  });
   const app = moduleRef.createNestApplication({ logger: false });
   let baseUrl: string | undefined;
   if (options.listen) {
@@ -41,7 +60,22 @@ export async function startShop(options: { env?: ShopEnv; listen?: boolean } = {
   } else {
     await app.init();
   }
-  return { app, clock, http: request(app.getHttpServer()), baseUrl };
+  const config = app.get<ConfigService<{ shop: ShopConfig }, true>>(ConfigService).get('shop', { infer: true });
+  return { app, http: request(app.getHttpServer()), baseUrl, config };
+}
+
+export interface ShopTestApp extends BootedShop {
+  readonly clock: VirtualClock;
+}
+
+/**
+ * Boots the shop on the wheel driver and a virtual clock: the test moves
+ * time with `clock.advance('30m')` and nothing waits in real time. For the
+ * behaviours that must hold on both drivers, see shop-drivers.ts.
+ */
+export async function startShop(options: { env?: ShopEnv; listen?: boolean } = {}): Promise<ShopTestApp> {
+  const clock = new VirtualClock();
+  return { ...(await bootShop({ ...options, clock })), clock };
 }
 
 /** Runs `fn` with the shop's variables set as given (undefined: unset), then puts the previous values back. */

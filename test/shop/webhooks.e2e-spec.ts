@@ -1,5 +1,8 @@
 import { createServer } from 'node:net';
-import { ShopTestApp, startShop } from './shop-test-app';
+import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
+import { WebhookDelivery } from '../../apps/shop/src/merchants/webhook-delivery';
+import { Order } from '../../apps/shop/src/orders/order';
+import { ms, SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
 
 interface ReceivedBatch {
   batchId: string;
@@ -7,6 +10,14 @@ interface ReceivedBatch {
   events: Array<{ type: string; orderId: string }>;
   duplicate: boolean;
 }
+
+interface Page<T> {
+  total: number;
+  items: T[];
+}
+
+/** WebhookBatchHandler's backoff: a failed POST is tried again after 1 s, then 2 s. */
+const RETRY_DELAYS_MS = [1_000, 2_000];
 
 /** A port nothing listens on: taken from the OS, then released. */
 async function closedPort(): Promise<number> {
@@ -17,15 +28,16 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-describe('Merchant webhooks (e2e): events within a window reach the receiver as one batch', () => {
-  let shop: ShopTestApp;
+describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events within a window reach the receiver as one batch', (driver) => {
+  const fixture = useShopFixture(driver);
+  const { WEBHOOK_WINDOW } = timeoutsOf(driver);
+  let shop: ShopUnderTest;
 
   beforeEach(async () => {
-    shop = await startShop({ listen: true });
-  });
-
-  afterEach(async () => {
-    await shop.app.close();
+    // A real port: the webhook handler reaches the receiver over HTTP, as it would another server.
+    // The order's own timeouts stay far longer than the window, as in production (and as on the wheel):
+    // otherwise an order.cancelled or order.rated would join the batches under test.
+    shop = await fixture.start({ listen: true, env: { UNPAID_TIMEOUT: SHOP_ENV_DEFAULTS.UNPAID_TIMEOUT, AUTO_RATE_AFTER: SHOP_ENV_DEFAULTS.AUTO_RATE_AFTER } });
   });
 
   async function subscribe(merchantId: string, url = `${shop.baseUrl}/webhook-receiver/${merchantId}`): Promise<void> {
@@ -37,7 +49,12 @@ describe('Merchant webhooks (e2e): events within a window reach the receiver as 
     return body as ReceivedBatch[];
   }
 
-  async function placeOrder(): Promise<string> {
+  async function deliveries(merchantId: string): Promise<WebhookDelivery[]> {
+    const { body } = await shop.http.get(`/merchants/${merchantId}/webhook/deliveries`).expect(200);
+    return body as WebhookDelivery[];
+  }
+
+  async function placeOrder(): Promise<Order> {
     const { body } = await shop.http
       .post('/orders')
       .send({
@@ -48,69 +65,83 @@ describe('Merchant webhooks (e2e): events within a window reach the receiver as 
         ],
       })
       .expect(201);
-    return (body as { id: string }).id;
+    return body as Order;
   }
 
-  it('posts the events of one 3 s window as one batch, in arrival order, to subscribed merchants only', async () => {
+  /** When the merchant's open batch is due, as the admin API lists it. */
+  async function batchDueAt(merchantId: string): Promise<string> {
+    const { body } = await shop.http.get('/admin/delays/merchant.webhook').expect(200);
+    const batch = (body as Page<{ key: string; dueAt: string }>).items.find((item) => item.key === merchantId);
+    if (!batch) throw new Error(`No open webhook batch for "${merchantId}" in ${JSON.stringify(body)}`);
+    return batch.dueAt;
+  }
+
+  it(`posts the events of one WEBHOOK_WINDOW (${WEBHOOK_WINDOW}) as one batch, in arrival order, to subscribed merchants only`, async () => {
     await subscribe('leafy');
-    const id = await placeOrder();
-    await shop.clock.advance('1s');
-    await shop.http.post(`/orders/${id}/pay`).expect(200);
-    await shop.clock.advance('1s');
-    await shop.http.post(`/orders/${id}/ship`).expect(200);
+    const order = await placeOrder();
+    const dueAt = await batchDueAt('leafy');
+    shop.time.expectDelay(order.createdAt, dueAt, shop.config.webhookWindowMs);
+    // Two more events, a third and two thirds of the way through the window.
+    await shop.time.pass(shop.config.webhookWindowMs / 3);
+    await shop.time.stillBefore(dueAt, () => shop.http.post(`/orders/${order.id}/pay`).expect(200));
+    await shop.time.pass(shop.config.webhookWindowMs / 3);
+    await shop.time.stillBefore(dueAt, () => shop.http.post(`/orders/${order.id}/ship`).expect(200));
 
-    await shop.clock.advance('900ms');
-    expect(await received('leafy')).toEqual([]);
+    expect(await shop.time.justBefore(dueAt, () => received('leafy'))).toEqual([]);
 
-    await shop.clock.advance('100ms');
-    const [batch, ...others] = await received('leafy');
+    const [batch, ...others] = await shop.time.at(dueAt, () => received('leafy'), (batches) => batches.length > 0);
     expect(others).toEqual([]);
     expect(batch).toMatchObject({ merchantId: 'leafy', duplicate: false });
     expect(batch.events.map((event) => [event.type, event.orderId])).toEqual([
-      ['order.created', id],
-      ['order.paid', id],
-      ['order.shipped', id],
+      ['order.created', order.id],
+      ['order.paid', order.id],
+      ['order.shipped', order.id],
     ]);
     // The mug's merchant has no subscription: nothing is collected or sent for it.
     expect(await received('potters')).toEqual([]);
 
     // The next event opens a new window, and so a new batch.
-    await shop.http.post(`/orders/${id}/deliver`).expect(200);
-    await shop.clock.advance('3s');
+    await shop.http.post(`/orders/${order.id}/deliver`).expect(200);
+    const nextDueAt = await batchDueAt('leafy');
+    // The receiver has a batch before its sender records the delivery: wait for the record.
+    const attempts = await shop.time.at(nextDueAt, () => deliveries('leafy'), (records) => records.length === 2);
     const batches = await received('leafy');
     expect(batches.map((each) => each.events.map((event) => event.type))).toEqual([['order.created', 'order.paid', 'order.shipped'], ['order.delivered']]);
-
-    const { body: deliveries } = await shop.http.get('/merchants/leafy/webhook/deliveries').expect(200);
-    expect(deliveries).toMatchObject([
+    expect(attempts).toMatchObject([
       { batchId: batches[0].batchId, eventCount: 3, attempt: 1, outcome: 'delivered', httpStatus: 204 },
       { batchId: batches[1].batchId, eventCount: 1, attempt: 1, outcome: 'delivered', httpStatus: 204 },
     ]);
+    // Each batch went out when its window closed (its record is written once the receiver has answered).
+    shop.time.expectOnTime(attempts[0].at, dueAt);
+    shop.time.expectOnTime(attempts[1].at, nextDueAt);
   });
 
   it('retries a failing URL, then keeps the batch in the dead set until an admin re-drives it', async () => {
     await subscribe('leafy', `http://127.0.0.1:${await closedPort()}/webhook-receiver/leafy`);
-    const id = await placeOrder();
+    const order = await placeOrder();
 
-    // The window (3 s), then retries after 1 s and 2 s: three attempts in all.
-    await shop.clock.advance('10s');
-    const { body: dead } = await shop.http.get('/admin/delays/merchant.webhook/dead').expect(200);
-    expect(dead).toMatchObject({ total: 1, items: [{ key: 'leafy', attempts: 3, items: [{ type: 'order.created', orderId: id }] }] });
-    expect((dead as { items: Array<{ error: string }> }).items[0].error).toContain('ECONNREFUSED');
-    const deadId = (dead as { items: Array<{ id: string }> }).items[0].id;
-    const { body: failures } = await shop.http.get('/merchants/leafy/webhook/deliveries').expect(200);
-    expect((failures as Array<{ outcome: string; attempt: number }>).map(({ outcome, attempt }) => [outcome, attempt])).toEqual([
+    // The window, then the two retries: three attempts in all, the last one 3 s after the window closed.
+    const lastAttemptAt = ms(await batchDueAt('leafy')) + RETRY_DELAYS_MS[0] + RETRY_DELAYS_MS[1];
+    const readDead = async (): Promise<Page<{ id: string; key: string; attempts: number; error: string }>> => {
+      const { body } = await shop.http.get('/admin/delays/merchant.webhook/dead').expect(200);
+      return body as Page<{ id: string; key: string; attempts: number; error: string }>;
+    };
+    const dead = await shop.time.at(lastAttemptAt, readDead, (page) => page.total > 0);
+    expect(dead).toMatchObject({ total: 1, items: [{ key: 'leafy', attempts: 3, items: [{ type: 'order.created', orderId: order.id }] }] });
+    expect(dead.items[0].error).toContain('ECONNREFUSED');
+    expect((await deliveries('leafy')).map(({ outcome, attempt }) => [outcome, attempt])).toEqual([
       ['failed', 1],
       ['failed', 2],
       ['failed', 3],
     ]);
 
     await subscribe('leafy');
-    await shop.http.post(`/admin/delays/merchant.webhook/dead/${encodeURIComponent(deadId)}/redrive`).expect(200, { topic: 'merchant.webhook', redriven: 1 });
-    await shop.clock.advance('1s');
+    await shop.http.post(`/admin/delays/merchant.webhook/dead/${encodeURIComponent(dead.items[0].id)}/redrive`).expect(200, { topic: 'merchant.webhook', redriven: 1 });
 
-    const batches = await received('leafy');
+    // A re-driven action is due at once.
+    const batches = await shop.time.at(shop.time.now() + 1_000, () => received('leafy'), (found) => found.length > 0);
     expect(batches).toHaveLength(1);
-    expect(batches[0].events).toMatchObject([{ type: 'order.created', orderId: id }]);
+    expect(batches[0].events).toMatchObject([{ type: 'order.created', orderId: order.id }]);
     await shop.http.get('/admin/delays/merchant.webhook/dead').expect(200).expect(({ body }) => expect(body).toMatchObject({ total: 0 }));
   });
 });

@@ -8,6 +8,7 @@ import { ShopConfig } from './shop-config.interface';
  * (actions survive restarts and run once across instances).
  */
 export function createDelayOptions(configService: ConfigService<{ shop: ShopConfig }, true>): DelayModuleOptions {
-  const { redisUrl } = configService.get('shop', { infer: true });
-  return { driver: redisUrl === undefined ? { type: 'wheel' } : { type: 'redis', url: redisUrl } };
+  const { redisUrl, redisPrefix } = configService.get('shop', { infer: true });
+  // An unset prefix is left to the library's default ('delay').
+  return { driver: redisUrl === undefined ? { type: 'wheel' } : { type: 'redis', url: redisUrl, prefix: redisPrefix } };
 }

@@ -23,6 +23,7 @@ export function parseShopEnv(env: Env): ShopConfig {
   const config: ShopConfig = {
     port: integer(env, 'PORT', 0, 65_535, problems),
     redisUrl: redisUrl(env, problems),
+    redisPrefix: redisPrefix(env, problems),
     unpaidTimeoutMs: duration(env, 'UNPAID_TIMEOUT', problems),
     autoRateAfterMs: duration(env, 'AUTO_RATE_AFTER', problems),
     offlineAfterMs: duration(env, 'OFFLINE_AFTER', problems),
@@ -73,6 +74,17 @@ function redisUrl(env: Env, problems: string[]): string | undefined {
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:') {
     problems.push(`REDIS_URL=${JSON.stringify(value)} must be a redis:// or rediss:// URL, e.g. redis://localhost:6379 (unset it to use the in-memory driver)`);
+    return undefined;
+  }
+  return value;
+}
+
+/** The same rule the delay module applies to its `prefix` option, checked here so a bad value is listed with the others. */
+function redisPrefix(env: Env, problems: string[]): string | undefined {
+  const value = env.REDIS_PREFIX?.trim();
+  if (value === undefined || value === '') return undefined;
+  if (!/^[A-Za-z0-9._:-]{1,64}$/.test(value)) {
+    problems.push(`REDIS_PREFIX=${JSON.stringify(value)} must be 1 to 64 letters, digits, ".", "_", ":" or "-", e.g. shop (unset it for the default, delay)`);
     return undefined;
   }
   return value;

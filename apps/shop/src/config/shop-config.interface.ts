@@ -3,6 +3,8 @@ export interface ShopConfig {
   readonly port: number;
   /** Set: the Redis driver, so pending actions survive restarts and are shared by instances. Unset: the in-memory wheel. */
   readonly redisUrl: string | undefined;
+  /** Prefix of the Redis driver's keys, so several shops (or test runs) can share one Redis. Unset: the library's default. */
+  readonly redisPrefix: string | undefined;
   /** How long a created order may stay unpaid before it is cancelled. */
   readonly unpaidTimeoutMs: number;
   /** How long after delivery a buyer may rate before the order is rated 5 stars. */

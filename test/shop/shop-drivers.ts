@@ -1,0 +1,303 @@
+import { VirtualClock } from 'nestjs-delay/testing';
+import { randomUUID } from 'node:crypto';
+import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
+import { TestRedisServer } from '../support/redis-server';
+import { BootedShop, bootShop, ProviderOverride, ShopEnv } from './shop-test-app';
+
+/**
+ * The shop's behavioural end-to-end tests run once per delay driver. Each
+ * spec is written once against a `ShopTime`, and the driver decides what
+ * "time passes" means:
+ *
+ * - wheel: a VirtualClock. Time moves only when the test says so, the
+ *   shop runs on its real defaults (30m, 48h, 30s, 3s), and every check is
+ *   exact: one millisecond before a due time nothing has happened, at the
+ *   due time the handler has run.
+ * - redis: the driver reads Redis's clock, which no test can move. The shop
+ *   boots on a harness redis-server with short timeouts and a key prefix of
+ *   its own per test, and the test waits in real time: it polls the HTTP API
+ *   until the expected state (with a deadline), then checks from the
+ *   timestamps the handler wrote that it ran no earlier than its due time
+ *   and at most REDIS_MAX_LATE_MS after it.
+ */
+export type ShopDriver = 'wheel' | 'redis';
+
+export const SHOP_DRIVERS: readonly ShopDriver[] = ['wheel', 'redis'];
+
+/** A time as the shop's API writes it (ISO string) or in epoch milliseconds. */
+export type Instant = string | number;
+
+export interface ShopTime {
+  /** The shop's current time in ms: the virtual clock on the wheel, the wall clock on Redis. */
+  now(): number;
+  /** Lets `ms` of the shop's time go by; on the wheel, handlers due meanwhile have settled when it returns. */
+  pass(ms: number): Promise<void>;
+  /**
+   * Runs `step` as late as possible before `dueAt`: the wheel first moves
+   * its clock to 1 ms before it. Real time cannot be moved, so on Redis
+   * `step` runs at once, and must be done before `dueAt` (see stillBefore).
+   */
+  justBefore<T>(dueAt: Instant, step: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `step` now, which must be before `dueAt`. On Redis the step has to
+   * finish before `dueAt` too, or the test fails saying the machine is too
+   * slow for the short timeouts: a step that lands after the due time would
+   * make a correct shop look wrong.
+   */
+  stillBefore<T>(dueAt: Instant, step: () => Promise<T>): Promise<T>;
+  /**
+   * The state once `dueAt` has come. The wheel advances exactly to `dueAt`
+   * and reads once: whatever was due must have run by then. Redis polls
+   * `read` until `settled` holds or REDIS_POLL_DEADLINE_MS after `dueAt`,
+   * and returns the last value read, for the test to assert on.
+   */
+  at<T>(dueAt: Instant, read: () => Promise<T>, settled: (value: T) => boolean): Promise<T>;
+  /**
+   * Asserts that the handler that wrote `firedAt` (e.g. an order's
+   * cancelledAt) ran on time for `dueAt`: exactly at it on the wheel, no
+   * earlier and at most REDIS_MAX_LATE_MS later on Redis.
+   */
+  expectOnTime(firedAt: Instant | undefined, dueAt: Instant): void;
+  /**
+   * Asserts that `to` is `ms` after `from`, e.g. createdAt to paymentDueAt.
+   * Exact on the wheel; on Redis the due time is Redis's clock read a round
+   * trip after the shop's own, so it may be up to REDIS_ROUND_TRIP_MS more.
+   */
+  expectDelay(from: Instant, to: Instant, ms: number): void;
+}
+
+/** How late (by the timestamps handlers write) a Redis-driven action may run. */
+const REDIS_MAX_LATE_MS = 250;
+/** How long after a due time a Redis test keeps polling for the expected state. */
+const REDIS_POLL_DEADLINE_MS = 3_000;
+const REDIS_POLL_EVERY_MS = 10;
+const REDIS_TEST_TIMEOUT_MS = 20_000;
+const REDIS_ROUND_TRIP_MS = 100;
+
+export interface DriverProfile {
+  /** The shop's timeouts on this driver. */
+  readonly env: ShopEnv;
+  /** Heartbeats that keep a user online: their spacing (well within OFFLINE_AFTER) and how many. */
+  readonly heartbeats: { readonly every: number; readonly count: number };
+}
+
+export const DRIVER_PROFILES: Readonly<Record<ShopDriver, DriverProfile>> = {
+  // Virtual time is free: the defaults a real deployment starts with.
+  wheel: { env: {}, heartbeats: { every: 25_000, count: 24 } },
+  // Real time: short enough for a fast suite, long enough that the few HTTP
+  // calls a test makes before a due time (a few ms each) are well inside it.
+  redis: {
+    env: { UNPAID_TIMEOUT: '300ms', AUTO_RATE_AFTER: '300ms', OFFLINE_AFTER: '300ms', WEBHOOK_WINDOW: '450ms' },
+    heartbeats: { every: 150, count: 8 },
+  },
+};
+
+/** The shop's timeouts on `driver` as written in the environment, for test titles. */
+export function timeoutsOf(driver: ShopDriver): Record<keyof typeof SHOP_ENV_DEFAULTS, string> {
+  return { ...SHOP_ENV_DEFAULTS, ...DRIVER_PROFILES[driver].env };
+}
+
+export interface ShopUnderTest extends BootedShop {
+  readonly driver: ShopDriver;
+  readonly time: ShopTime;
+  /** Closes the app (the fixture closes whatever is still open after each test). */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly listen?: boolean;
+  /** On top of the driver's profile. */
+  readonly env?: ShopEnv;
+  /** Redis: the key prefix, by default the current test's own. Instances given the same prefix share their pending actions. */
+  readonly prefix?: string;
+  readonly overrides?: readonly ProviderOverride[];
+}
+
+export interface ShopFixture {
+  readonly driver: ShopDriver;
+  readonly profile: DriverProfile;
+  start(options?: StartOptions): Promise<ShopUnderTest>;
+  /** Redis: the harness server's URL, for a test that looks into Redis itself. */
+  redisUrl(): string;
+}
+
+/**
+ * Registers the hooks a spec needs on `driver` (a redis-server for the
+ * describe block; closing every app after each test) and returns a way to
+ * start shops. Call it at the top of a describe block.
+ */
+export function useShopFixture(driver: ShopDriver): ShopFixture {
+  const profile = DRIVER_PROFILES[driver];
+  const open = new Set<ShopUnderTest>();
+  let redis: TestRedisServer | undefined;
+  let testPrefix = '';
+
+  if (driver === 'redis') {
+    // Real waits (the webhook retries alone take 3 s) plus a polling deadline: past Jest's 5 s default, a
+    // regression must end in the assertion that shows the shop's state, not in a timeout.
+    jest.setTimeout(REDIS_TEST_TIMEOUT_MS);
+    beforeAll(async () => {
+      redis = await TestRedisServer.start();
+    }, 20_000);
+    afterAll(async () => {
+      await redis?.dispose();
+      redis = undefined;
+    });
+  }
+  beforeEach(() => {
+    // Each test's pending actions are its own: nothing left by an earlier test can fire in this one.
+    testPrefix = `shop-e2e-${randomUUID()}`;
+  });
+  afterEach(async () => {
+    const apps = [...open];
+    open.clear();
+    await Promise.all(apps.map((shop) => shop.close()));
+  });
+
+  async function start(options: StartOptions = {}): Promise<ShopUnderTest> {
+    const clock = driver === 'wheel' ? new VirtualClock() : undefined;
+    const redisEnv: ShopEnv = driver === 'redis' ? { REDIS_URL: requireRedis().url, REDIS_PREFIX: options.prefix ?? testPrefix } : {};
+    const booted = await bootShop({
+      env: { ...profile.env, ...redisEnv, ...options.env },
+      clock,
+      listen: options.listen,
+      overrides: options.overrides,
+    });
+    let closed: Promise<void> | undefined;
+    const shop: ShopUnderTest = {
+      ...booted,
+      driver,
+      time: clock ? new VirtualShopTime(clock) : new RealShopTime(),
+      close: () => {
+        open.delete(shop);
+        closed ??= booted.app.close();
+        return closed;
+      },
+    };
+    open.add(shop);
+    return shop;
+  }
+
+  function requireRedis(): TestRedisServer {
+    if (!redis) throw new Error(driver === 'redis' ? 'The Redis fixture starts its server in beforeAll: use it from a test or a beforeEach' : 'The wheel driver has no Redis');
+    return redis;
+  }
+
+  return { driver, profile, start, redisUrl: () => requireRedis().url };
+}
+
+/** The wheel on a VirtualClock: time moves only when told, every check is exact. */
+class VirtualShopTime implements ShopTime {
+  constructor(private readonly clock: VirtualClock) {}
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  pass(ms: number): Promise<void> {
+    return this.clock.advance(ms);
+  }
+
+  async justBefore<T>(dueAt: Instant, step: () => Promise<T>): Promise<T> {
+    await this.clock.advanceTo(ms(dueAt) - 1);
+    return step();
+  }
+
+  stillBefore<T>(dueAt: Instant, step: () => Promise<T>): Promise<T> {
+    if (this.clock.now() >= ms(dueAt)) {
+      throw new Error(`The test is at ${iso(this.clock.now())}, already past ${iso(dueAt)}: this step was meant to come before it`);
+    }
+    return step();
+  }
+
+  async at<T>(dueAt: Instant, read: () => Promise<T>): Promise<T> {
+    await this.clock.advanceTo(ms(dueAt));
+    return read();
+  }
+
+  expectOnTime(firedAt: Instant | undefined, dueAt: Instant): void {
+    expect(firedAt).toBeDefined();
+    expect(iso(firedAt ?? NaN)).toBe(iso(dueAt));
+  }
+
+  expectDelay(from: Instant, to: Instant, delayMs: number): void {
+    expect(ms(to) - ms(from)).toBe(delayMs);
+  }
+}
+
+/** Redis's clock is the wall clock: the test waits for real, and polls. */
+class RealShopTime implements ShopTime {
+  now(): number {
+    return Date.now();
+  }
+
+  pass(delayMs: number): Promise<void> {
+    return sleep(delayMs);
+  }
+
+  justBefore<T>(dueAt: Instant, step: () => Promise<T>): Promise<T> {
+    return this.stillBefore(dueAt, step);
+  }
+
+  async stillBefore<T>(dueAt: Instant, step: () => Promise<T>): Promise<T> {
+    // Settled first, judged after: a step that ended late is reported as such, whatever it returned.
+    const outcome = await step().then(
+      (value): Outcome<T> => ({ ok: true, value }),
+      (error: unknown): Outcome<T> => ({ ok: false, error }),
+    );
+    const doneAt = Date.now();
+    if (doneAt >= ms(dueAt)) {
+      throw new Error(
+        `A step meant to come before ${iso(dueAt)} only finished at ${iso(doneAt)}: this machine is too slow for ` +
+          'the short Redis timeouts of DRIVER_PROFILES.redis (test/shop/shop-drivers.ts); raise them',
+      );
+    }
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+
+  async at<T>(dueAt: Instant, read: () => Promise<T>, settled: (value: T) => boolean): Promise<T> {
+    const deadline = ms(dueAt) + REDIS_POLL_DEADLINE_MS;
+    for (;;) {
+      const value = await read();
+      if (settled(value) || Date.now() >= deadline) return value;
+      await sleep(REDIS_POLL_EVERY_MS);
+    }
+  }
+
+  expectOnTime(firedAt: Instant | undefined, dueAt: Instant): void {
+    expect(firedAt).toBeDefined();
+    const lateMs = ms(firedAt ?? NaN) - ms(dueAt);
+    expect(lateMs).toBeGreaterThanOrEqual(0);
+    expect(lateMs).toBeLessThanOrEqual(REDIS_MAX_LATE_MS);
+    if (process.env.SHOP_E2E_TIMINGS) process.stdout.write(`  [shop redis] ran ${lateMs} ms after its due time ${iso(dueAt)}\n`);
+  }
+
+  expectDelay(from: Instant, to: Instant, delayMs: number): void {
+    const actual = ms(to) - ms(from);
+    expect(actual).toBeGreaterThanOrEqual(delayMs);
+    expect(actual).toBeLessThanOrEqual(delayMs + REDIS_ROUND_TRIP_MS);
+  }
+}
+
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** A due time the shop returned (paymentDueAt, autoRateAt, offlineDueAt); a missing one fails the test, named. */
+export function dueTime(at: string | undefined, what: string): string {
+  if (at === undefined) throw new Error(`The shop returned no ${what}`);
+  return at;
+}
+
+export function ms(instant: Instant): number {
+  const value = typeof instant === 'number' ? instant : Date.parse(instant);
+  if (!Number.isFinite(value)) throw new Error(`Not a time: ${JSON.stringify(instant)}`);
+  return value;
+}
+
+function iso(instant: Instant): string {
+  return new Date(ms(instant)).toISOString();
+}
+
+export function sleep(delayMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, delayMs));
+}
