@@ -1,0 +1,104 @@
+// The messages between a test (the parent) and its worker processes, over
+// Node's IPC channel. Both sides import these types.
+import type { IfExists } from 'nestjs-delay';
+
+export interface WorkerConfig {
+  /** Shown in reports: 'c1', 'producer', ... */
+  readonly name: string;
+  readonly url: string;
+  readonly prefix: string;
+  /** The one topic this worker schedules on and (when consuming) handles. */
+  readonly topic: string;
+  readonly consume: boolean;
+  readonly lease?: string;
+  readonly concurrency?: number;
+  readonly shutdownTimeout?: string;
+  /** Reconnect to Redis this long after losing it (ioredis retryStrategy); default: ioredis's own backoff. */
+  readonly reconnectDelayMs?: number;
+  /** Run every action at once, whatever its payload's holdMs says. */
+  readonly ignoreHolds?: boolean;
+  /**
+   * Default true: the worker exits as soon as app.close() resolved. False: it only lets go of its IPC channel,
+   * and must then end by itself (nothing of the library may keep a closed application's process alive).
+   */
+  readonly exitAfterClose?: boolean;
+  /** The worker exits on its own after this long, whatever happens to the parent. Default 120 s. */
+  readonly maxLifetimeMs?: number;
+}
+
+/** What the tests put in an action's payload. */
+export interface ActionPayload {
+  /** Identifies one arming (one schedule call); reschedule keeps it. */
+  readonly armId?: string;
+  /** The handler waits this long before it returns... */
+  readonly holdMs?: number;
+  /** ...on attempts up to this one (default: every attempt). */
+  readonly holdAttempts?: number;
+}
+
+export interface DueArg {
+  /** Absolute due time, epoch ms. */
+  readonly at?: number;
+  /** Or a delay in ms. */
+  readonly delay?: number;
+}
+
+export interface ScheduleItem extends DueArg {
+  readonly key: string;
+  readonly payload?: ActionPayload;
+  readonly ifExists?: IfExists;
+}
+
+export type WorkerRequest =
+  | ({ readonly op: 'schedule' } & ScheduleItem)
+  | { readonly op: 'scheduleMany'; readonly items: readonly ScheduleItem[]; readonly parallel: number }
+  | { readonly op: 'cancel'; readonly key: string }
+  | ({ readonly op: 'reschedule'; readonly key: string } & DueArg)
+  | { readonly op: 'count' }
+  | { readonly op: 'close' };
+
+export type WorkerCommand = WorkerRequest & { readonly id: number };
+
+/** A pending action as a reply carries it. */
+export interface ActionSnapshot {
+  readonly key: string;
+  readonly dueAt: number;
+  readonly attempt: number;
+  readonly state: string;
+  readonly armId: string | undefined;
+}
+
+export type ReplyValue = null | boolean | number | ActionSnapshot;
+
+export type WorkerReply =
+  | { readonly type: 'reply'; readonly id: number; readonly ok: true; readonly value: ReplyValue; readonly issuedAt: number; readonly returnedAt: number }
+  | { readonly type: 'reply'; readonly id: number; readonly ok: false; readonly error: string; readonly issuedAt: number; readonly returnedAt: number };
+
+/** A handler run began (`at`: the worker's Date.now() as the handler was entered). */
+export interface StartEvent {
+  readonly type: 'start';
+  readonly instance: string;
+  readonly key: string;
+  readonly armId: string | undefined;
+  readonly attempt: number;
+  /** Due time and claim time, from the DelayContext: both on the Redis server's clock. */
+  readonly dueAt: number;
+  readonly firedAt: number;
+  readonly at: number;
+}
+
+/** A handler run returned. */
+export interface EndEvent {
+  readonly type: 'end';
+  readonly instance: string;
+  readonly key: string;
+  readonly armId: string | undefined;
+  readonly attempt: number;
+  readonly at: number;
+}
+
+export type WorkerMessage =
+  | { readonly type: 'ready'; readonly instance: string; readonly pid: number }
+  | StartEvent
+  | EndEvent
+  | WorkerReply;

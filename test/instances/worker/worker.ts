@@ -1,0 +1,129 @@
+// One application instance of the multi-instance tests: a real Nest
+// application context with the Redis driver and an @OnDelayExpired handler,
+// in its own process. It reports every handler run to the parent over IPC
+// and runs the DelayService calls the parent sends it (so producers are
+// separate processes too). Config: the JSON in NESTJS_DELAY_WORKER.
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { RedisOptions } from 'ioredis';
+import { DelayContext, DelayModule, DelayService, DueTime, OnDelayExpired, PendingAction } from 'nestjs-delay';
+import type { ActionPayload, ActionSnapshot, DueArg, ReplyValue, ScheduleItem, WorkerCommand, WorkerConfig, WorkerMessage, WorkerRequest } from '../support/protocol';
+
+const config = JSON.parse(process.env.NESTJS_DELAY_WORKER ?? 'null') as WorkerConfig | null;
+if (!config || !process.send) {
+  console.error('worker: start me from the test harness (NESTJS_DELAY_WORKER and an IPC channel are required)');
+  process.exit(2);
+}
+const settings: WorkerConfig = config;
+
+/** Resolves once the message is handed to the IPC channel (so an exit right after loses nothing). */
+function send(message: WorkerMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.connected || !process.send) resolve();
+    else process.send(message, undefined, {}, () => resolve());
+  });
+}
+
+// Never outlive the test: exit when the parent goes away, and after a while in any case.
+process.on('disconnect', () => process.exit(0));
+setTimeout(() => process.exit(3), settings.maxLifetimeMs ?? 120_000).unref();
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+@Injectable()
+class Handlers {
+  @OnDelayExpired(settings.topic, { concurrency: settings.concurrency ?? 10, attempts: 10, backoff: 200 })
+  async run(context: DelayContext<ActionPayload>): Promise<void> {
+    const payload = context.payload ?? {};
+    const common = { instance: settings.name, key: context.key, armId: payload.armId, attempt: context.attempt };
+    void send({ type: 'start', ...common, dueAt: context.dueAt.getTime(), firedAt: context.firedAt.getTime(), at: Date.now() });
+    const holds = !settings.ignoreHolds && payload.holdMs !== undefined && context.attempt <= (payload.holdAttempts ?? Infinity);
+    if (holds) await sleep(payload.holdMs ?? 0);
+    void send({ type: 'end', ...common, at: Date.now() });
+  }
+}
+
+function connection(): { url: string } | { options: RedisOptions } {
+  const delayMs = settings.reconnectDelayMs;
+  if (delayMs === undefined) return { url: settings.url };
+  const url = new URL(settings.url);
+  return { options: { host: url.hostname, port: Number(url.port), retryStrategy: () => delayMs } };
+}
+
+@Module({
+  imports: [
+    DelayModule.forRoot({
+      driver: { type: 'redis', ...connection(), prefix: settings.prefix, ...(settings.lease ? { lease: settings.lease } : {}) },
+      consume: settings.consume,
+      ...(settings.shutdownTimeout ? { shutdownTimeout: settings.shutdownTimeout } : {}),
+    }),
+  ],
+  providers: [Handlers],
+})
+class WorkerModule {}
+
+function due(arg: DueArg): DueTime {
+  return arg.at !== undefined ? { at: arg.at } : { delay: arg.delay ?? 0 };
+}
+
+function snapshot(action: PendingAction<ActionPayload> | null): ActionSnapshot | null {
+  if (!action) return null;
+  return { key: action.key, dueAt: action.dueAt.getTime(), attempt: action.attempt, state: action.state, armId: action.payload?.armId };
+}
+
+async function main(): Promise<void> {
+  const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error', 'warn'] });
+  const delay = app.get(DelayService);
+  const topic = settings.topic;
+
+  const schedule = async (item: ScheduleItem): Promise<ActionSnapshot | null> =>
+    snapshot(await delay.schedule<ActionPayload>(topic, item.key, { ...due(item), payload: item.payload, ifExists: item.ifExists ?? 'replace' }));
+
+  const perform = async (request: WorkerRequest): Promise<ReplyValue> => {
+    switch (request.op) {
+      case 'schedule':
+        return schedule(request);
+      case 'scheduleMany': {
+        let next = 0;
+        const lane = async (): Promise<void> => {
+          while (next < request.items.length) await schedule(request.items[next++]);
+        };
+        await Promise.all(Array.from({ length: Math.max(1, request.parallel) }, lane));
+        return request.items.length;
+      }
+      case 'cancel':
+        return delay.cancel(topic, request.key);
+      case 'reschedule':
+        return snapshot(await delay.reschedule<ActionPayload>(topic, request.key, due(request)));
+      case 'count':
+        return delay.count(topic);
+      case 'close':
+        await app.close();
+        return true;
+    }
+  };
+
+  process.on('message', (message: unknown) => {
+    const command = message as WorkerCommand;
+    const issuedAt = Date.now();
+    void perform(command).then(
+      async (value) => {
+        await send({ type: 'reply', id: command.id, ok: true, value, issuedAt, returnedAt: Date.now() });
+        if (command.op !== 'close') return;
+        if (settings.exitAfterClose === false) process.channel?.unref();
+        else process.exit(0);
+      },
+      (error: unknown) => {
+        const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        void send({ type: 'reply', id: command.id, ok: false, error: text, issuedAt, returnedAt: Date.now() });
+      },
+    );
+  });
+  void send({ type: 'ready', instance: settings.name, pid: process.pid });
+}
+
+main().catch((error: unknown) => {
+  console.error('worker failed to start:', error);
+  process.exit(1);
+});
