@@ -9,7 +9,7 @@ import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
 import { BatchStatus, CollectOptions, DueTime, ScheduleOptions } from './interfaces/schedule-options.interface';
 import { parseDuration } from './time/duration';
-import { parsePayload, serializePayload, toDueSpec, validateIfExists, validateKey, validatePage, validateTopic } from './validation/action-input';
+import { parsePayload, serializePayload, toDueSpec, validateDeadId, validateIfExists, validateKey, validatePage, validateTopic } from './validation/action-input';
 
 /**
  * Schedules, moves, cancels and inspects delayed actions. Every input is
@@ -128,7 +128,7 @@ export class DelayService {
   /** Puts a dead action back, due now, with its attempts reset. `id` is DeadAction.id (the key, for a single action). False if no such dead action. */
   async redrive(topic: string, id: string): Promise<boolean> {
     validateTopic(topic);
-    validateKey(id);
+    validateDeadId(id);
     const redriven = await this.driver.redrive(topic, id);
     if (redriven) this.events.emit(() => ({ type: 'redriven', topic, key: id }));
     return redriven;

@@ -36,8 +36,19 @@ export function validateKey(key: unknown): string {
   if (typeof key !== 'string') throw new InvalidKeyError(key, `must be a string, got ${typeof key}`);
   if (key.length === 0) throw new InvalidKeyError(key, 'must not be empty');
   if (key.length > MAX_KEY_LENGTH) throw new InvalidKeyError(key, `longer than ${MAX_KEY_LENGTH} characters`);
+  // U+001F joins a key and a token in the id of a closed batch (drivers/redis/lua/collect.lua).
+  if (key.includes('\u001f')) throw new InvalidKeyError(key, 'contains U+001F, which is reserved for batch ids');
   if (LONE_SURROGATE.test(key)) throw new InvalidKeyError(key, 'contains a lone surrogate, which Redis would store as U+FFFD (two such keys would collide)');
   return key;
+}
+
+/** A DeadAction id: a key, or a key plus U+001F and a token for a dead batch. */
+export function validateDeadId(id: unknown): string {
+  const separator = typeof id === 'string' ? id.lastIndexOf('\u001f') : -1;
+  validateKey(typeof id === 'string' && separator >= 0 ? id.slice(0, separator) : id);
+  const token = (id as string).slice(separator + 1);
+  if (separator >= 0 && !/^\d{1,20}$/.test(token)) throw new InvalidKeyError(id, 'not an id listDead gave');
+  return id as string;
 }
 
 /** JSON text of the payload (undefined for none), refused when JSON would lose or choke on it. */

@@ -95,6 +95,8 @@ export class RedisTopicConsumer {
     this.claiming = true;
     this.claimAgain = false;
     this.wakeDuringClaim = Infinity;
+    // A claim round trip counts as in flight: if shutdown starts meanwhile, drain waits for what it takes to run.
+    this.inFlight.enter();
     let reply: Array<string | number>;
     try {
       const { keys, leaseMs } = this.settings;
@@ -102,6 +104,7 @@ export class RedisTopicConsumer {
       this.failures = 0;
     } catch (error) {
       this.claiming = false;
+      this.inFlight.leave();
       this.retryLater(error);
       return;
     }
@@ -109,9 +112,13 @@ export class RedisTopicConsumer {
     const now = Number(reply[0]);
     this.clockSkew.value = now - Date.now();
     let claimed = 0;
-    for (let n = 2; n < reply.length; n += 3) {
-      this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
-      claimed++;
+    try {
+      for (let n = 2; n < reply.length; n += 3) {
+        this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
+        claimed++;
+      }
+    } finally {
+      this.inFlight.leave();
     }
     if (this.stopped) return;
 

@@ -134,6 +134,7 @@ export class RedisDriver implements DelayDriver {
   async redrive(topic: string, id: string): Promise<boolean> {
     const keys = this.keys(topic);
     const reply = await this.connection.run<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [id, keys.wake, keys.itemsPrefix]);
+    if (reply === -3) throw new ActionKindConflictError(topic, id, 'batch');
     return reply === 1;
   }
 

@@ -161,6 +161,11 @@ export class WheelDriver implements DelayDriver {
     const record = state?.dead.get(id);
     if (state === undefined || record === undefined) return false;
     this.assertOpen();
+    const pending = state.index.get(record.key);
+    // A dead single action must not overwrite the key's open batch (its items would be lost).
+    if (!record.items && pending !== undefined && isBatch(this.arena.payloads[pending])) {
+      throw new ActionKindConflictError(topic, record.key, 'batch');
+    }
     state.dead.delete(id);
     const now = this.clock.now();
     if (record.items) {
@@ -169,7 +174,7 @@ export class WheelDriver implements DelayDriver {
       state.detached.add(i);
       this.file(state, i);
     } else {
-      this.arm(state, record.key, record.payload, now, state.index.get(record.key));
+      this.arm(state, record.key, record.payload, now, pending);
     }
     return true;
   }

@@ -13,7 +13,8 @@ ARGV[1] member (the key, or a dead batch's id)
 ARGV[2] wake channel
 ARGV[3] items key prefix
 
-Returns 1 if re-driven, 0 if there was no such dead action.
+Returns 1 if re-driven, 0 if there was no such dead action, -3 if it is a
+single action and its key has an open batch (nothing changes).
 ]]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -22,6 +23,10 @@ local record = redis.call('HGET', KEYS[5], key)
 if not record then return 0 end
 local errorLength, rest = string.match(record, '^[^|]*|[^|]*|[^|]*|([^|]*)|(.*)$')
 local payload = string.sub(rest, tonumber(errorLength) + 1)
+if string.sub(payload, 1, 1) ~= '#' then
+  local pending = redis.call('HGET', KEYS[2], key)
+  if pending and string.match(pending, '^[^|]*|[^|]*|[^|]*|#') then return -3 end
+end
 redis.call('HDEL', KEYS[5], key)
 redis.call('ZREM', KEYS[6], key)
 local token = redis.call('INCR', KEYS[4])

@@ -1,0 +1,192 @@
+import { BATCH_TOPIC } from './support/batch-recorder';
+import { batchDrivers } from './support/batch-fixture';
+
+const T = BATCH_TOPIC.plain;
+
+describe.each(batchDrivers())('collect: when a batch is handed over ($name)', (fixture) => {
+  beforeAll(() => fixture.setup());
+  afterAll(() => fixture.teardown());
+  afterEach(() => fixture.shutdown());
+
+  it('holds the batch for its window, then hands every item over once, in arrival order', async () => {
+    const { delay, recorder } = await fixture.boot();
+    const window = 200;
+    const first = await delay.collect(T, 'm1', { n: 1 }, { window });
+    expect(first).toEqual({ topic: T, key: 'm1', size: 1, dueAt: expect.any(Date), flushed: false });
+    await fixture.elapse(40);
+    const second = await delay.collect(T, 'm1', { n: 2 }, { window });
+    await fixture.elapse(40);
+    const third = await delay.collect(T, 'm1', { n: 3 }, { window });
+    // Without slide, later items join the batch but do not move its due time.
+    expect([second.size, third.size]).toEqual([2, 3]);
+    expect([second.dueAt, third.dueAt]).toEqual([first.dueAt, first.dueAt]);
+    expect([second.flushed, third.flushed]).toEqual([false, false]);
+
+    await fixture.elapseTo(first.dueAt.getTime() - fixture.marginMs);
+    expect(recorder.runs).toEqual([]);
+    expect((await delay.get(T, 'm1'))?.items).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+
+    await fixture.waitFor(() => recorder.runs.length > 0, 'the batch is handed over', window);
+    const [run] = recorder.runs;
+    expect(run).toMatchObject({ topic: T, key: 'm1', items: [{ n: 1 }, { n: 2 }, { n: 3 }], attempt: 1, dueAt: first.dueAt.getTime() });
+    expect(run.firedAt).toBeGreaterThanOrEqual(run.dueAt);
+    expect(run.firedAt - run.dueAt).toBeLessThanOrEqual(fixture.latenessMs);
+
+    // Once, and then it is gone.
+    await fixture.elapse(2 * window);
+    expect(recorder.runs).toHaveLength(1);
+    expect(await delay.get(T, 'm1')).toBeNull();
+    expect(await delay.count(T)).toBe(0);
+  });
+
+  it('keeps batches of different keys apart', async () => {
+    const { delay, recorder } = await fixture.boot();
+    await delay.collect(T, 'a', 'a1', { window: 100 });
+    await delay.collect(T, 'b', 'b1', { window: 300 });
+    await delay.collect(T, 'a', 'a2', { window: 100 });
+    await delay.collect(T, 'b', 'b2', { window: 300 });
+    await fixture.waitFor(() => recorder.runs.length === 1, 'the batch of a', 400);
+    expect(recorder.runs.map((run) => [run.key, run.items])).toEqual([['a', ['a1', 'a2']]]);
+    expect((await delay.get(T, 'b'))?.items).toEqual(['b1', 'b2']);
+    await fixture.waitFor(() => recorder.runs.length === 2, 'the batch of b', 400);
+    expect(recorder.runs.map((run) => [run.key, run.items])).toEqual([
+      ['a', ['a1', 'a2']],
+      ['b', ['b1', 'b2']],
+    ]);
+  });
+
+  it('flushes a batch the moment it holds maxItems, and the next item opens a new batch', async () => {
+    const { delay, recorder } = await fixture.boot();
+    const window = 5_000;
+    const started = fixture.now();
+    const options = { window, maxItems: 3 };
+    const statuses = [];
+    for (let n = 1; n <= 3; n++) statuses.push(await delay.collect(T, 'full', n, options));
+    expect(statuses.map((status) => [status.size, status.flushed])).toEqual([
+      [1, false],
+      [2, false],
+      [3, true],
+    ]);
+    expect(statuses[2].dueAt.getTime()).toBeLessThanOrEqual(fixture.now());
+    // The full batch is closed at once: the key has no open batch until the next item.
+    expect(await delay.get(T, 'full')).toBeNull();
+    await fixture.waitFor(() => recorder.runs.length === 1, 'the full batch', fixture.latenessMs * 2);
+    expect(recorder.runs[0].items).toEqual([1, 2, 3]);
+
+    const fourth = await delay.collect(T, 'full', 4, options);
+    expect([fourth.size, fourth.flushed]).toEqual([1, false]);
+    expect(fourth.dueAt.getTime()).toBeGreaterThan(statuses[2].dueAt.getTime());
+    expect((await delay.get(T, 'full'))?.items).toEqual([4]);
+    await delay.collect(T, 'full', 5, options);
+    const sixth = await delay.collect(T, 'full', 6, options);
+    expect([sixth.size, sixth.flushed]).toEqual([3, true]);
+    await fixture.waitFor(() => recorder.runs.length === 2, 'the second full batch', fixture.latenessMs * 2);
+    expect(recorder.batchesOf(T, 'full')).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
+    // Neither waited for its window.
+    expect(fixture.now() - started).toBeLessThan(window / 2);
+    expect(await delay.count(T)).toBe(0);
+  });
+
+  it('splits a burst into full batches in order, and leaves the rest open', async () => {
+    const { delay, recorder } = await fixture.boot();
+    const window = 5_000;
+    // Sent without waiting for one another: arrival order is call order.
+    const statuses = await Promise.all([1, 2, 3, 4, 5, 6, 7].map((n) => delay.collect(T, 'burst', n, { window, maxItems: 3 })));
+    expect(statuses.map((status) => status.size)).toEqual([1, 2, 3, 1, 2, 3, 1]);
+    expect(statuses.map((status) => status.flushed)).toEqual([false, false, true, false, false, true, false]);
+    await fixture.waitFor(() => recorder.runs.length === 2, 'both full batches', fixture.latenessMs * 2);
+    expect(recorder.batchesOf(T, 'burst')).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
+    const open = await delay.get(T, 'burst');
+    expect(open?.items).toEqual([7]);
+    expect(open?.dueAt).toEqual(statuses[6].dueAt);
+  });
+
+  it('with slide, re-arms the window with each item; a steady stream still flushes at maxWait', async () => {
+    const { delay, recorder } = await fixture.boot();
+    const window = 300;
+    const maxWait = 750;
+    const options = { window, slide: true, maxWait };
+    const sent: number[] = [0];
+    const statuses = [await delay.collect(T, 'stream', 0, options)];
+    const openedAt = statuses[0].dueAt.getTime() - window;
+    // An item every window / 2: a pure debounce would never fire while this goes on.
+    for (let n = 1; recorder.runs.length === 0; n++) {
+      if (fixture.now() > openedAt + maxWait + fixture.latenessMs + window) throw new Error('the stream never flushed');
+      await fixture.elapse(window / 2);
+      if (recorder.runs.length > 0) break;
+      statuses.push(await delay.collect(T, 'stream', n, options));
+      sent.push(n);
+    }
+    const [first] = recorder.runs;
+    expect(first.dueAt).toBe(openedAt + maxWait);
+    expect(first.firedAt - first.dueAt).toBeLessThanOrEqual(fixture.latenessMs);
+    // The window did slide (the second item moved the due time) ...
+    expect(statuses[1].dueAt.getTime()).toBeGreaterThan(statuses[0].dueAt.getTime());
+    // ... until maxWait capped it: the batch's last item alone would have made it due later.
+    for (const status of statuses) expect(status.dueAt.getTime()).toBeLessThanOrEqual(openedAt + maxWait);
+    expect(first.items.length).toBeGreaterThanOrEqual(3);
+    expect(first.items).toEqual(sent.slice(0, first.items.length));
+    expect(statuses[first.items.length - 1].dueAt.getTime()).toBe(openedAt + maxWait);
+
+    // Items after the flush open the next batch; nothing is lost or repeated.
+    for (let n = 100; n < 102; n++) {
+      await delay.collect(T, 'stream', n, options);
+      sent.push(n);
+    }
+    await fixture.waitFor(() => recorder.runs.length === 2, 'the next batch', maxWait);
+    expect(recorder.batchesOf(T, 'stream').flat()).toEqual(sent);
+  });
+
+  it('with slide, a pause longer than the window flushes the batch before maxWait', async () => {
+    const { delay, recorder } = await fixture.boot();
+    const window = 200;
+    const maxWait = 1_000;
+    const options = { window, slide: true, maxWait };
+    const first = await delay.collect(T, 'pause', 'x', options);
+    await fixture.elapse(window / 2);
+    const second = await delay.collect(T, 'pause', 'y', options);
+    expect(second.dueAt.getTime()).toBeGreaterThan(first.dueAt.getTime());
+    // The first item's due time passes without a flush: the window slid.
+    await fixture.elapseTo(second.dueAt.getTime() - fixture.marginMs);
+    expect(fixture.now()).toBeGreaterThan(first.dueAt.getTime());
+    expect(recorder.runs).toEqual([]);
+    await fixture.waitFor(() => recorder.runs.length === 1, 'the flush after the pause', window);
+    const [run] = recorder.runs;
+    expect(run.items).toEqual(['x', 'y']);
+    expect(run.dueAt).toBe(second.dueAt.getTime());
+    expect(run.dueAt).toBeLessThan(first.dueAt.getTime() - window + maxWait);
+  });
+
+  it('keeps arrival order for many items over interleaved keys', async () => {
+    const { delay, recorder } = await fixture.boot();
+    const keys = ['k0', 'k1', 'k2'];
+    const maxItems = 7;
+    // An irregular interleaving (a small LCG), so no key's items are evenly spaced.
+    let seed = 7;
+    const sent = Array.from({ length: 90 }, (_, n) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return { key: keys[Math.floor(seed / 65536) % keys.length], n };
+    });
+    const statuses = await Promise.all(sent.map((item) => delay.collect(T, item.key, item, { window: 150, maxItems })));
+    // Each key's sizes run 1..maxItems, 1..maxItems, ...: the driver saw the items in call order.
+    for (const key of keys) {
+      expect(sent.filter((item) => item.key === key).length).toBeGreaterThan(2 * maxItems);
+      const sizes = statuses.filter((status) => status.key === key).map((status) => status.size);
+      expect(sizes).toEqual(sizes.map((_, n) => (n % maxItems) + 1));
+    }
+    await fixture.waitFor(() => recorder.runs.reduce((total, run) => total + run.items.length, 0) >= sent.length, 'every item', 1_000);
+    for (const key of keys) {
+      const batches = recorder.batchesOf(T, key);
+      expect(batches.flat()).toEqual(sent.filter((item) => item.key === key));
+      expect(batches.slice(0, -1).every((batch) => batch.length === maxItems)).toBe(true);
+    }
+    await fixture.elapse(300);
+    expect(recorder.runs.reduce((total, run) => total + run.items.length, 0)).toBe(sent.length);
+  });
+});
