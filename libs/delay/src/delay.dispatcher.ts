@@ -36,6 +36,14 @@ export class DelayDispatcher implements DelayConsumer {
       return { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' };
     }
     const size = delivery.items?.length;
+    if (attempt > handler.options.attempts) {
+      // Only a run that never reported back gets here (its process died, or its lease ran out):
+      // giving up now keeps a handler that crashes its process from being redelivered forever.
+      const error = `gave up after ${attempt - 1} attempt(s) that never finished (the process running them stopped)`;
+      this.logger.error(`${handler.name} on "${key}": ${error}; moved to the dead set`);
+      this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
+      return { kind: 'dead', error };
+    }
     this.events.emit(() => ({ type: 'fired', topic, key, attempt, size, dueAt: new Date(delivery.dueAt) }));
     try {
       await handler.invoke({

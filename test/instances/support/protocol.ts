@@ -9,6 +9,8 @@ export interface WorkerConfig {
   readonly prefix: string;
   /** The one topic this worker schedules on and (when consuming) handles. */
   readonly topic: string;
+  /** A second topic, for collect: its handler reports each batch's items (see BatchItem for holds). */
+  readonly batchTopic?: string;
   readonly consume: boolean;
   readonly lease?: string;
   readonly concurrency?: number;
@@ -36,6 +38,15 @@ export interface ActionPayload {
   readonly holdAttempts?: number;
 }
 
+/** What the tests collect: a batch's handler holds while any of its items asks it to. */
+export interface BatchItem {
+  readonly id: string;
+  /** The batch's handler waits this long before it returns... */
+  readonly holdMs?: number;
+  /** ...on attempts up to this one (default: every attempt). */
+  readonly holdAttempts?: number;
+}
+
 export interface DueArg {
   /** Absolute due time, epoch ms. */
   readonly at?: number;
@@ -54,7 +65,10 @@ export type WorkerRequest =
   | { readonly op: 'scheduleMany'; readonly items: readonly ScheduleItem[]; readonly parallel: number }
   | { readonly op: 'cancel'; readonly key: string }
   | ({ readonly op: 'reschedule'; readonly key: string } & DueArg)
-  | { readonly op: 'count' }
+  /** Replies with the size of the key's batch after the item joined (1: it opened a new batch). */
+  | { readonly op: 'collect'; readonly key: string; readonly item: BatchItem; readonly windowMs: number; readonly maxItems?: number }
+  /** Pending actions of the worker's topic, or of its batchTopic with `batch`. */
+  | { readonly op: 'count'; readonly batch?: boolean }
   | { readonly op: 'close' };
 
 export type WorkerCommand = WorkerRequest & { readonly id: number };
@@ -85,6 +99,8 @@ export interface StartEvent {
   readonly dueAt: number;
   readonly firedAt: number;
   readonly at: number;
+  /** A batch's items (batchTopic runs only), as the handler received them. */
+  readonly items?: readonly BatchItem[];
 }
 
 /** A handler run returned. */
@@ -95,6 +111,8 @@ export interface EndEvent {
   readonly armId: string | undefined;
   readonly attempt: number;
   readonly at: number;
+  /** A batch's items (batchTopic runs only). */
+  readonly items?: readonly BatchItem[];
 }
 
 export type WorkerMessage =

@@ -1,14 +1,15 @@
 // One application instance of the multi-instance tests: a real Nest
-// application context with the Redis driver and an @OnDelayExpired handler,
-// in its own process. It reports every handler run to the parent over IPC
-// and runs the DelayService calls the parent sends it (so producers are
-// separate processes too). Config: the JSON in NESTJS_DELAY_WORKER.
+// application context with the Redis driver and an @OnDelayExpired handler
+// (and, with batchTopic set, a second one for collect's batches), in its
+// own process. It reports every handler run to the parent over IPC and runs
+// the DelayService calls the parent sends it (so producers are separate
+// processes too). Config: the JSON in NESTJS_DELAY_WORKER.
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { RedisOptions } from 'ioredis';
 import { DelayContext, DelayModule, DelayService, DueTime, OnDelayExpired, PendingAction } from 'nestjs-delay';
-import type { ActionPayload, ActionSnapshot, DueArg, ReplyValue, ScheduleItem, WorkerCommand, WorkerConfig, WorkerMessage, WorkerRequest } from '../support/protocol';
+import type { ActionPayload, ActionSnapshot, BatchItem, DueArg, ReplyValue, ScheduleItem, WorkerCommand, WorkerConfig, WorkerMessage, WorkerRequest } from '../support/protocol';
 
 const config = JSON.parse(process.env.NESTJS_DELAY_WORKER ?? 'null') as WorkerConfig | null;
 if (!config || !process.send) {
@@ -44,6 +45,20 @@ class Handlers {
   }
 }
 
+/** Handles batchTopic (only registered when it is set): reports the batch's items, holds while an item asks to. */
+@Injectable()
+class BatchHandlers {
+  @OnDelayExpired(settings.batchTopic ?? 'unused.batch', { concurrency: settings.concurrency ?? 10, attempts: 10, backoff: 200 })
+  async run(context: DelayContext<unknown, BatchItem>): Promise<void> {
+    const items = context.items ?? [];
+    const common = { instance: settings.name, key: context.key, armId: undefined, attempt: context.attempt, items };
+    void send({ type: 'start', ...common, dueAt: context.dueAt.getTime(), firedAt: context.firedAt.getTime(), at: Date.now() });
+    const holdMs = Math.max(0, ...items.filter((item) => item.holdMs !== undefined && context.attempt <= (item.holdAttempts ?? Infinity)).map((item) => item.holdMs ?? 0));
+    if (!settings.ignoreHolds && holdMs > 0) await sleep(holdMs);
+    void send({ type: 'end', ...common, at: Date.now() });
+  }
+}
+
 function connection(): { url: string } | { options: RedisOptions } {
   const delayMs = settings.reconnectDelayMs;
   if (delayMs === undefined) return { url: settings.url };
@@ -59,7 +74,7 @@ function connection(): { url: string } | { options: RedisOptions } {
       ...(settings.shutdownTimeout ? { shutdownTimeout: settings.shutdownTimeout } : {}),
     }),
   ],
-  providers: [Handlers],
+  providers: settings.batchTopic === undefined ? [Handlers] : [Handlers, BatchHandlers],
 })
 class WorkerModule {}
 
@@ -96,8 +111,13 @@ async function main(): Promise<void> {
         return delay.cancel(topic, request.key);
       case 'reschedule':
         return snapshot(await delay.reschedule<ActionPayload>(topic, request.key, due(request)));
+      case 'collect': {
+        if (settings.batchTopic === undefined) throw new Error('collect needs batchTopic in the worker config');
+        const options = { window: request.windowMs, ...(request.maxItems === undefined ? {} : { maxItems: request.maxItems }) };
+        return (await delay.collect<BatchItem>(settings.batchTopic, request.key, request.item, options)).size;
+      }
       case 'count':
-        return delay.count(topic);
+        return delay.count(request.batch ? (settings.batchTopic ?? topic) : topic);
       case 'close':
         await app.close();
         return true;

@@ -38,6 +38,9 @@ export class RedisTopicConsumer {
   private failures = 0;
   /** The last claim could not take everything due: finishing runs claim more. */
   private backlog = false;
+  /** member, token pairs of completed runs waiting for the next ack flush. */
+  private acks: string[] = [];
+  private ackFlush: Promise<void> | undefined;
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -170,32 +173,52 @@ export class RedisTopicConsumer {
     this.inFlight.enter();
     void this.consumer
       .handle(delivery)
-      .then((outcome) => this.settle(delivery, member, outcome))
-      .finally(() => {
+      .then((outcome) => {
+        // The handler slot frees as soon as the handler is done; its ack travels with others.
         this.running.delete(delivery);
-        this.inFlight.leave();
-        // Due work that did not fit before is claimed as slots free up.
         if (!this.stopped && this.backlog && this.hasRoom()) void this.claim();
-      });
+        return this.settle(delivery, member, outcome);
+      })
+      .finally(() => this.inFlight.leave());
   }
 
-  /** Records the outcome, retrying while Redis is away; if it never comes back, the lease expires and the run is redone. */
-  private async settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
+  private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { keys } = this.settings;
+    const what = `"${this.settings.topic}" / "${delivery.key}"`;
+    if (outcome.kind === 'completed') return this.ack(member, delivery.token);
+    if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active], [member, delivery.token, outcome.delayMs, keys.wake], what);
+    return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [member, delivery.token, outcome.error, keys.itemsPrefix], what);
+  }
+
+  /**
+   * Acks a completed run together with every other run that completes in
+   * the same turn of the event loop: one script call, one round trip, for
+   * all of them (a burst is otherwise bound by one write per action).
+   */
+  private ack(member: string, token: string): Promise<void> {
+    this.acks.push(member, token);
+    if (!this.ackFlush) {
+      this.ackFlush = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        const pairs = this.acks;
+        this.acks = [];
+        this.ackFlush = undefined;
+        const { keys } = this.settings;
+        return this.record('complete', [keys.env, keys.active], [keys.itemsPrefix, ...pairs], `${pairs.length / 2} completed run(s) of "${this.settings.topic}"`);
+      });
+    }
+    return this.ackFlush;
+  }
+
+  /** Runs an outcome script, retrying while Redis is away; if it never comes back, the lease expires and the run is redone. */
+  private async record(script: 'complete' | 'retry' | 'bury', keys: string[], args: Array<string | number>, what: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        if (outcome.kind === 'completed') {
-          await this.connection.run('complete', [keys.env, keys.active], [member, delivery.token, keys.itemsPrefix]);
-        } else if (outcome.kind === 'retry') {
-          await this.connection.run('retry', [keys.due, keys.env, keys.active], [member, delivery.token, outcome.delayMs, keys.wake]);
-        } else {
-          await this.connection.run('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [member, delivery.token, outcome.error, keys.itemsPrefix]);
-        }
+        await this.connection.run(script, keys, args);
         return;
       } catch (error) {
         // A connection closed at shutdown never comes back: retrying would only keep the process alive.
         if (!(error instanceof DriverUnavailableError) || attempt >= 50 || this.connection.client.status === 'end') {
-          this.logger.error(`Could not record the outcome of "${this.settings.topic}" / "${delivery.key}": ${error instanceof Error ? error.message : String(error)}; it will run again when its lease expires`);
+          this.logger.error(`Could not record the outcome of ${what}: ${error instanceof Error ? error.message : String(error)}; it will run again when its lease expires`);
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, Math.min(RETRY_MAX_MS, RETRY_MIN_MS * attempt)));

@@ -1,21 +1,27 @@
 --[[
-complete: acks a successful run. Only the arming that ran is removed: if the
-action was re-armed, rescheduled or cancelled meanwhile, the token differs
-and nothing changes.
+complete: acks successful runs, many in one call. Only the arming that ran
+is removed: if an action was re-armed, rescheduled or cancelled meanwhile,
+its token differs and nothing changes for it.
 
 KEYS[1] env HASH
 KEYS[2] active ZSET
-ARGV[1] member (the key, or a closed batch's id)
-ARGV[2] token of the run
-ARGV[3] items key prefix (a batch's items are deleted with it)
+ARGV[1] items key prefix (a batch's items are deleted with it)
+ARGV[2], ARGV[3], ...: member (the key, or a closed batch's id), token of the run; pairs
 
-Returns 1 if acked, 0 if the token no longer matches.
+Returns how many runs were acked.
 ]]
-local envelope = redis.call('HGET', KEYS[1], ARGV[1])
-if not envelope then return 0 end
-local token = string.match(envelope, '^([^|]*)|')
-if token ~= ARGV[2] then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('DEL', ARGV[3] .. ARGV[1])
-return 1
+local acked = 0
+for i = 2, #ARGV, 2 do
+  local member = ARGV[i]
+  local envelope = redis.call('HGET', KEYS[1], member)
+  if envelope then
+    local token, payload = string.match(envelope, '^([^|]*)|[^|]*|[^|]*|(.*)$')
+    if token == ARGV[i + 1] then
+      redis.call('HDEL', KEYS[1], member)
+      redis.call('ZREM', KEYS[2], member)
+      if string.sub(payload, 1, 1) == '#' then redis.call('DEL', ARGV[1] .. member) end
+      acked = acked + 1
+    end
+  end
+end
+return acked

@@ -1,0 +1,796 @@
+// The Redis benchmark: nestjs-delay's Redis driver and BullMQ side by side,
+// in one run, on one redis-server that the bench starts itself on a free
+// port (FLUSHALL between phases). A raw Lua ZADD+HSET is the floor.
+//
+//   npm run bench:redis
+//   BENCH_REDIS_QUICK=1 npm run bench:redis        (a smoke run, figures not comparable)
+//   BENCH_REDIS_CPU_PROF=<dir> npm run bench:redis (--cpu-prof for every worker process)
+//   BENCH_REDIS_PHASES=4,5 npm run bench:redis     (only some phases)
+//
+// Phases: (1) schedule, one client awaiting each; (2) schedule with many in
+// flight, and BullMQ addBulk; (3) Redis memory per pending action, 108-byte
+// payload; (4) a burst due at one moment, consumed by 1 then 2 worker
+// processes; (5) lateness under a steady load, one worker process.
+// Worker processes are the compiled bench/redis/worker.ts. See BENCHMARKS.md.
+import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { relative } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import IORedis from 'ioredis';
+import type { Redis } from 'ioredis';
+import { actionKey, makePayload, PAYLOAD_BYTES, QUEUE, TOPIC } from './redis/protocol';
+import type { ContenderKind, WorkerReport } from './redis/protocol';
+import { BullmqProducer, DelayProducer, RawLuaProducer } from './redis/producers';
+import type { Due, Item, Producer } from './redis/producers';
+import { BenchRedisServer } from './redis/redis-server';
+import { allKeys, keyBytes, parseInfo, ServerWork, usedMemory } from './redis/redis-stats';
+import type { CommandStat } from './redis/redis-stats';
+import { WorkerPool } from './redis/worker-pool';
+import { fmt, markdownTable, median, quantile, xorshift32 } from './support';
+
+const QUICK = process.env.BENCH_REDIS_QUICK === '1';
+const PHASES = new Set((process.env.BENCH_REDIS_PHASES ?? '1,2,3,4,5').split(',').map((phase) => Number(phase.trim())));
+
+const SETTINGS = {
+  /** Timed rounds per schedule contender (interleaved); the median is reported. */
+  rounds: QUICK ? 1 : 9,
+  roundMs: QUICK ? 500 : 800,
+  warmupMs: QUICK ? 200 : 500,
+  /** In flight at once for the concurrent schedule, and the addBulk batch size. */
+  inFlight: 100,
+  /** Pending actions for the memory figure. */
+  memoryCount: QUICK ? 10_000 : 100_000,
+  /** Far enough that nothing falls due during the phase. */
+  farDelayMs: 30 * 86_400_000,
+  burstCount: QUICK ? 5_000 : 20_000,
+  /** How long after scheduling starts the whole burst falls due. */
+  burstLeadMs: 3_000,
+  workerCounts: [1, 2],
+  burstRounds: QUICK ? 1 : 3,
+  /** Handler concurrency per worker process, both contenders; claimBatch for nestjs-delay. */
+  concurrency: 100,
+  claimBatch: 100,
+  steadyRate: QUICK ? 300 : 1_000,
+  steadyMs: QUICK ? 4_000 : 15_000,
+  steadyMinDelayMs: 100,
+  steadyMaxDelayMs: 500,
+  seed: 20_240_601,
+};
+
+const MARGIN_MS = 300;
+
+// ---- small helpers -------------------------------------------------------
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function ratio(value: number): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  return `${fmt(value, value >= 10 ? 1 : 2)}x`;
+}
+
+const mark = (met: boolean): string => (met ? 'met' : 'NOT met');
+
+/**
+ * Runs `op(0)`, `op(1)`, ... keeping `inFlight` calls outstanding, until
+ * `count` were started or `untilMs` (performance.now()) passed. Returns how
+ * many completed and the elapsed seconds.
+ */
+async function pump(inFlight: number, limit: { count?: number; untilMs?: number }, op: (n: number) => Promise<void>): Promise<{ done: number; seconds: number }> {
+  const startedAt = performance.now();
+  let started = 0;
+  let done = 0;
+  let active = 0;
+  const more = (): boolean => (limit.count === undefined || started < limit.count) && (limit.untilMs === undefined || performance.now() < limit.untilMs);
+  await new Promise<void>((resolve, reject) => {
+    let failed = false;
+    const launch = (): void => {
+      while (!failed && active < inFlight && more()) {
+        const n = started++;
+        active++;
+        op(n).then(
+          () => {
+            active--;
+            done++;
+            launch();
+          },
+          (error: unknown) => {
+            failed = true;
+            reject(error);
+          },
+        );
+      }
+      if (active === 0 && !failed) resolve();
+    };
+    launch();
+  });
+  return { done, seconds: (performance.now() - startedAt) / 1000 };
+}
+
+/** Calls `bulk` with consecutive batches of `size` until `count` were given or `untilMs` passed. */
+async function pumpBatches(size: number, limit: { count?: number; untilMs?: number }, bulk: (first: number, count: number) => Promise<void>): Promise<{ done: number; seconds: number }> {
+  const startedAt = performance.now();
+  let done = 0;
+  for (;;) {
+    if (limit.untilMs !== undefined && performance.now() >= limit.untilMs) break;
+    const count = limit.count === undefined ? size : Math.min(size, limit.count - done);
+    if (count <= 0) break;
+    await bulk(done, count);
+    done += count;
+  }
+  return { done, seconds: (performance.now() - startedAt) / 1000 };
+}
+
+function sorted(values: readonly number[]): Float64Array {
+  return Float64Array.from(values).sort();
+}
+
+// ---- phases 1 and 2: schedule rates --------------------------------------
+
+type ScheduleMode = 'sequential' | 'concurrent' | 'bulk';
+
+interface ScheduleCase {
+  readonly id: string;
+  readonly label: string;
+  readonly producer: Producer;
+  readonly mode: ScheduleMode;
+}
+
+interface RateResult {
+  readonly id: string;
+  readonly label: string;
+  readonly rates: number[];
+}
+
+/** Items due in an hour, built once and reused by every round (each round starts from FLUSHALL), so building them is not timed. */
+const farItems: Item[] = [];
+
+function farItem(n: number): Item {
+  let item = farItems[n];
+  if (item === undefined) {
+    const key = actionKey('sched', n);
+    item = { key, due: { delayMs: 3_600_000 }, payload: makePayload(key, 0) };
+    farItems[n] = item;
+  }
+  return item;
+}
+
+async function timeCase(bench: Bench, scheduleCase: ScheduleCase, durationMs: number): Promise<number> {
+  await bench.flush();
+  const untilMs = performance.now() + durationMs;
+  const { producer, mode } = scheduleCase;
+  let result: { done: number; seconds: number };
+  if (mode === 'sequential') {
+    result = await pump(1, { untilMs }, (n) => producer.one(farItem(n)));
+  } else if (mode === 'concurrent') {
+    result = await pump(SETTINGS.inFlight, { untilMs }, (n) => producer.one(farItem(n)));
+  } else {
+    const bulk = producer.bulk?.bind(producer);
+    if (bulk === undefined) throw new Error(`${scheduleCase.label} has no bulk call`);
+    result = await pumpBatches(SETTINGS.inFlight, { untilMs }, (first, count) => bulk(Array.from({ length: count }, (_, n) => farItem(first + n))));
+  }
+  return result.done / result.seconds;
+}
+
+async function measureRates(bench: Bench, cases: readonly ScheduleCase[]): Promise<RateResult[]> {
+  for (const scheduleCase of cases) await timeCase(bench, scheduleCase, SETTINGS.warmupMs);
+  const results = cases.map((scheduleCase): RateResult => ({ id: scheduleCase.id, label: scheduleCase.label, rates: [] }));
+  for (let round = 0; round < SETTINGS.rounds; round++) {
+    for (let n = 0; n < cases.length; n++) results[n].rates.push(await timeCase(bench, cases[n], SETTINGS.roundMs));
+  }
+  return results;
+}
+
+// ---- phase 3: memory per pending action ----------------------------------
+
+interface MemoryResult {
+  readonly id: string;
+  readonly label: string;
+  readonly bytesPerAction: number;
+  readonly breakdown: string;
+}
+
+async function measureMemory(bench: Bench, id: string, label: string, load: (count: number) => Promise<void>, breakdown: () => Promise<string>): Promise<MemoryResult> {
+  await bench.flush();
+  await sleep(200);
+  const before = await usedMemory(bench.redis);
+  await load(SETTINGS.memoryCount);
+  await sleep(200);
+  const after = await usedMemory(bench.redis);
+  return { id, label, bytesPerAction: (after - before) / SETTINGS.memoryCount, breakdown: await breakdown() };
+}
+
+/** Bytes per action by key group (MEMORY USAGE); job hashes are sampled, one in 50. */
+async function keyBreakdown(redis: Redis, group: (key: string) => string): Promise<string> {
+  const keys = await allKeys(redis);
+  const groups = new Map<string, { keys: number; sampled: number; bytes: number }>();
+  for (const key of keys) {
+    const name = group(key);
+    const entry = groups.get(name) ?? { keys: 0, sampled: 0, bytes: 0 };
+    entry.keys++;
+    groups.set(name, entry);
+  }
+  const seen = new Map<string, number>();
+  for (const key of keys) {
+    const name = group(key);
+    const entry = groups.get(name);
+    if (entry === undefined) continue;
+    const index = seen.get(name) ?? 0;
+    seen.set(name, index + 1);
+    if (entry.keys > 1000 && index % 50 !== 0) continue;
+    entry.bytes += await keyBytes(redis, key);
+    entry.sampled++;
+  }
+  return [...groups]
+    .map(([name, entry]) => ({ name, bytes: (entry.bytes / entry.sampled) * entry.keys }))
+    .sort((a, b) => b.bytes - a.bytes)
+    .map(({ name, bytes }) => `${name} ${fmt(bytes / SETTINGS.memoryCount)}`)
+    .join(', ');
+}
+
+// ---- phases 4 and 5: consuming in worker processes -------------------------
+
+interface RunStats {
+  readonly runs: number;
+  readonly unique: number;
+  readonly lost: number;
+  readonly duplicates: number;
+  readonly lateness: Float64Array;
+  readonly firstEnd: number;
+  readonly lastEnd: number;
+  readonly split: number[];
+  readonly workerCpuMicros: number;
+  /** The worst worker's event-loop lag p99 (a 10 ms timer's lateness), ms. */
+  readonly loopDelayP99: number;
+}
+
+function runStats(reports: readonly WorkerReport[], expected: ReadonlySet<string>): RunStats {
+  const seen = new Map<string, number>();
+  const lateness: number[] = [];
+  let firstEnd = Infinity;
+  let lastEnd = -Infinity;
+  let workerCpuMicros = 0;
+  for (const report of reports) {
+    workerCpuMicros += report.cpuMicros;
+    for (let n = 0; n < report.keys.length; n++) {
+      seen.set(report.keys[n], (seen.get(report.keys[n]) ?? 0) + 1);
+      lateness.push(report.start[n] - report.dueAt[n]);
+      firstEnd = Math.min(firstEnd, report.end[n]);
+      lastEnd = Math.max(lastEnd, report.end[n]);
+    }
+  }
+  let lost = 0;
+  for (const key of expected) if (!seen.has(key)) lost++;
+  let duplicates = 0;
+  for (const count of seen.values()) duplicates += count - 1;
+  const runs = reports.reduce((sum, report) => sum + report.keys.length, 0);
+  const loopDelayP99 = Math.max(...reports.map((report) => report.loopDelay.p99));
+  return { runs, unique: seen.size, lost, duplicates, lateness: sorted(lateness), firstEnd, lastEnd, split: reports.map((report) => report.keys.length), workerCpuMicros, loopDelayP99 };
+}
+
+interface ServerUse {
+  readonly cpuSeconds: number;
+  readonly commands: CommandStat[];
+}
+
+interface BurstResult {
+  readonly kind: ContenderKind;
+  readonly workers: number;
+  readonly dueAt: number;
+  /** When scheduling the burst finished, relative to its due time (negative: in time). */
+  readonly scheduledVsDueMs: number;
+  readonly stats: RunStats;
+  readonly server: ServerUse;
+  readonly leftInRedis: number;
+}
+
+interface SteadyResult {
+  readonly kind: ContenderKind;
+  readonly scheduled: number;
+  readonly producerErrors: number;
+  readonly stats: RunStats;
+  readonly server: ServerUse;
+  readonly leftInRedis: number;
+}
+
+function label(kind: ContenderKind): string {
+  return kind === 'delay' ? 'nestjs-delay' : 'BullMQ';
+}
+
+// ---- the bench -----------------------------------------------------------
+
+class Bench {
+  readonly redis: Redis;
+  private delay: DelayProducer | undefined;
+  private bullmq: BullmqProducer | undefined;
+  private raw: RawLuaProducer | undefined;
+
+  constructor(readonly server: BenchRedisServer) {
+    this.redis = new IORedis(server.url);
+  }
+
+  async flush(): Promise<void> {
+    await this.redis.flushall();
+  }
+
+  async producers(): Promise<{ delay: DelayProducer; bullmq: BullmqProducer; raw: RawLuaProducer }> {
+    this.delay ??= await DelayProducer.create(this.server.url);
+    this.bullmq ??= new BullmqProducer(this.server.url);
+    this.raw ??= await RawLuaProducer.create(this.server.url);
+    return { delay: this.delay, bullmq: this.bullmq, raw: this.raw };
+  }
+
+  producer(kind: ContenderKind, producers: { delay: DelayProducer; bullmq: BullmqProducer }): Producer {
+    return kind === 'delay' ? producers.delay : producers.bullmq;
+  }
+
+  /** What a contender left in Redis after its phase: pending, running or finished-but-kept records. */
+  async leftInRedis(kind: ContenderKind): Promise<number> {
+    if (kind === 'delay') {
+      const base = `delay:{${TOPIC}}`;
+      const [env, due, active] = await Promise.all([this.redis.hlen(`${base}:env`), this.redis.zcard(`${base}:due`), this.redis.zcard(`${base}:active`)]);
+      return Math.max(env, due, active);
+    }
+    // Job hashes are bull:<queue>:<jobId>, and the bench's job ids are its action keys.
+    const keys = await allKeys(this.redis);
+    return keys.filter((key) => /^bull:[^:]+:(burst|steady)-\d+$/.test(key)).length;
+  }
+
+  async close(): Promise<void> {
+    await this.delay?.close();
+    await this.bullmq?.close();
+    await this.raw?.close();
+    await this.redis.quit();
+  }
+}
+
+async function runBurst(bench: Bench, kind: ContenderKind, workers: number): Promise<BurstResult> {
+  const producers = await bench.producers();
+  const producer = bench.producer(kind, producers);
+  await bench.flush();
+  const pool = await WorkerPool.start(workers, { kind, url: bench.server.url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch });
+  try {
+    const count = SETTINGS.burstCount;
+    const dueAt = Date.now() + SETTINGS.burstLeadMs;
+    const items = Array.from({ length: count }, (_, n): Item => {
+      const key = actionKey('burst', n);
+      return { key, due: { atMs: dueAt }, payload: makePayload(key, dueAt) };
+    });
+    if (producer.bulk) {
+      const bulk = producer.bulk.bind(producer);
+      await pumpBatches(SETTINGS.inFlight, { count }, (first, size) => bulk(items.slice(first, first + size)));
+    } else {
+      await pump(SETTINGS.inFlight, { count }, (n) => producer.one(items[n]));
+    }
+    const scheduledVsDueMs = Date.now() - dueAt;
+    const work = new ServerWork(bench.redis);
+    await work.begin();
+    await pool.waitForDone(count, dueAt + 120_000);
+    await sleep(MARGIN_MS);
+    const reports = await pool.reports();
+    const server = await work.end();
+    const stats = runStats(reports, new Set(items.map((item) => item.key)));
+    await pool.stop();
+    return { kind, workers, dueAt, scheduledVsDueMs, stats, server, leftInRedis: await bench.leftInRedis(kind) };
+  } finally {
+    await pool.stop();
+  }
+}
+
+async function runSteady(bench: Bench, kind: ContenderKind): Promise<SteadyResult> {
+  const producers = await bench.producers();
+  const producer = bench.producer(kind, producers);
+  await bench.flush();
+  const pool = await WorkerPool.start(1, { kind, url: bench.server.url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch });
+  try {
+    const random = xorshift32(SETTINGS.seed);
+    const total = Math.round((SETTINGS.steadyRate * SETTINGS.steadyMs) / 1000);
+    const expected = new Set<string>();
+    const outstanding = new Set<Promise<void>>();
+    let producerErrors = 0;
+    let lastDue = 0;
+    const work = new ServerWork(bench.redis);
+    await work.begin();
+    const startedAt = Date.now();
+    let issued = 0;
+    while (issued < total) {
+      const target = Math.min(total, Math.floor(((Date.now() - startedAt) * SETTINGS.steadyRate) / 1000));
+      while (issued < target) {
+        const key = actionKey('steady', issued++);
+        const delayMs = SETTINGS.steadyMinDelayMs + Math.floor(random() * (SETTINGS.steadyMaxDelayMs - SETTINGS.steadyMinDelayMs + 1));
+        const atMs = Date.now() + delayMs;
+        lastDue = Math.max(lastDue, atMs);
+        expected.add(key);
+        const due: Due = { atMs };
+        const call = producer
+          .one({ key, due, payload: makePayload(key, atMs) })
+          .catch(() => {
+            producerErrors++;
+            expected.delete(key);
+          })
+          .finally(() => outstanding.delete(call));
+        outstanding.add(call);
+      }
+      await sleep(5);
+    }
+    await Promise.all(outstanding);
+    await pool.waitForDone(expected.size, lastDue + 30_000);
+    await sleep(MARGIN_MS);
+    const reports = await pool.reports();
+    const server = await work.end();
+    const stats = runStats(reports, expected);
+    await pool.stop();
+    return { kind, scheduled: expected.size, producerErrors, stats, server, leftInRedis: await bench.leftInRedis(kind) };
+  } finally {
+    await pool.stop();
+  }
+}
+
+// ---- printing ------------------------------------------------------------
+
+/** Each round's rate over the base's in the same round, then the median: the paired estimate, less moved by load from elsewhere. */
+function pairedRatio(result: RateResult, base: RateResult): number {
+  return median(result.rates.map((rate, round) => rate / base.rates[round]));
+}
+
+function rateTable(title: string, results: readonly RateResult[], baseId: string): string {
+  const base = results.find((result) => result.id === baseId);
+  const baseRate = base ? median(base.rates) : NaN;
+  const rows = results.map((result) => [
+    title,
+    result.label,
+    fmt(median(result.rates)),
+    `${fmt(Math.min(...result.rates))} - ${fmt(Math.max(...result.rates))}`,
+    ratio(median(result.rates) / baseRate),
+    base ? ratio(pairedRatio(result, base)) : '-',
+  ]);
+  return markdownTable(
+    ['mode', 'implementation', 'ops/s (median)', 'rounds min - max', 'x BullMQ (medians)', 'x BullMQ (median of per-round ratios)'],
+    rows,
+    [false, false, true, true, true, true],
+  );
+}
+
+function latenessCells(lateness: Float64Array): string[] {
+  return [fmt(quantile(lateness, 0.5)), fmt(quantile(lateness, 0.99)), fmt(lateness.length ? lateness[lateness.length - 1] : NaN)];
+}
+
+function perAction(total: number, count: number): string {
+  return fmt(total / Math.max(1, count));
+}
+
+function burstRate(result: BurstResult): number {
+  const { stats } = result;
+  return (stats.runs - 1) / ((stats.lastEnd - stats.firstEnd) / 1000);
+}
+
+/** One burst configuration (implementation, worker count) over its repetitions: medians, and the worst for max/lost/dup. */
+interface BurstSummary {
+  readonly kind: ContenderKind;
+  readonly workers: number;
+  readonly reps: readonly BurstResult[];
+  readonly rate: number;
+  readonly p50: number;
+  readonly p99: number;
+  /** The repetition with the median rate, for the per-command figures. */
+  readonly typical: BurstResult;
+}
+
+function summarizeBursts(results: readonly BurstResult[]): BurstSummary[] {
+  const summaries: BurstSummary[] = [];
+  for (const workers of SETTINGS.workerCounts) {
+    for (const kind of ['bullmq', 'delay'] as const) {
+      const reps = results.filter((result) => result.kind === kind && result.workers === workers);
+      if (reps.length === 0) continue;
+      const byRate = [...reps].sort((a, b) => burstRate(a) - burstRate(b));
+      summaries.push({
+        kind,
+        workers,
+        reps,
+        rate: median(reps.map(burstRate)),
+        p50: median(reps.map((result) => quantile(result.stats.lateness, 0.5))),
+        p99: median(reps.map((result) => quantile(result.stats.lateness, 0.99))),
+        typical: byRate[byRate.length >> 1],
+      });
+    }
+  }
+  return summaries;
+}
+
+function burstTable(summaries: readonly BurstSummary[]): string {
+  const rows = summaries.map((summary) => {
+    const { reps } = summary;
+    const sum = (pick: (result: BurstResult) => number): number => reps.reduce((total, result) => total + pick(result), 0);
+    const runs = sum((result) => result.stats.runs);
+    const worst = (pick: (result: BurstResult) => number): number => Math.max(...reps.map(pick));
+    return [
+      label(summary.kind),
+      String(summary.workers),
+      fmt(summary.rate),
+      reps.map((result) => fmt(burstRate(result) / 1000, 1)).join(' / '),
+      fmt(median(reps.map((result) => result.stats.lastEnd - result.dueAt))),
+      fmt(summary.p50),
+      fmt(summary.p99),
+      reps.map((result) => fmt(quantile(result.stats.lateness, 0.99))).join(' / '),
+      fmt(worst((result) => result.stats.lateness[result.stats.lateness.length - 1])),
+      summary.typical.stats.split.map((n) => fmt(n)).join(' / '),
+      String(sum((result) => result.stats.lost)),
+      String(sum((result) => result.stats.duplicates)),
+      perAction(sum((result) => result.stats.workerCpuMicros), runs),
+      perAction(sum((result) => result.server.cpuSeconds) * 1e6, runs),
+      String(worst((result) => result.leftInRedis)),
+      fmt(worst((result) => result.scheduledVsDueMs)),
+    ];
+  });
+  return markdownTable(
+    [
+      'implementation',
+      'workers',
+      'actions/s, median (first to last completion)',
+      'each run, k/s',
+      'last done after due, ms',
+      'late p50 ms',
+      'late p99 ms',
+      'p99, each run',
+      'late max ms',
+      'runs per worker (median run)',
+      'lost',
+      'dup',
+      'worker CPU µs/action',
+      'Redis CPU µs/action',
+      'left in Redis',
+      'scheduled vs due, ms (worst)',
+    ],
+    rows,
+    [false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true],
+  );
+}
+
+function steadyTable(results: readonly SteadyResult[]): string {
+  const rows = results.map((result) => {
+    const { stats } = result;
+    return [
+      label(result.kind),
+      fmt(result.scheduled),
+      ...latenessCells(stats.lateness),
+      String(stats.lost),
+      String(stats.duplicates),
+      String(result.producerErrors),
+      perAction(stats.workerCpuMicros, stats.runs),
+      perAction(result.server.cpuSeconds * 1e6, stats.runs),
+      fmt(stats.loopDelayP99, 1),
+      String(result.leftInRedis),
+    ];
+  });
+  return markdownTable(
+    [
+      'implementation',
+      'scheduled',
+      'late p50 ms',
+      'late p99 ms',
+      'late max ms',
+      'lost',
+      'dup',
+      'producer errors',
+      'worker CPU µs/action',
+      'Redis CPU µs/action (schedule+consume)',
+      'worker timer lag p99 ms (event loop)',
+      'left in Redis',
+    ],
+    rows,
+    [false, true, true, true, true, true, true, true, true, true, true, true],
+  );
+}
+
+function commandsLine(server: ServerUse, actions: number): string {
+  return server.commands
+    .slice(0, 5)
+    .map((stat) => `${stat.command} ${fmt(stat.calls / Math.max(1, actions), 2)}/action ${fmt(stat.usec / Math.max(1, stat.calls), 1)} µs/call`)
+    .join('; ');
+}
+
+async function measureMemories(bench: Bench, producers: { delay: Producer; bullmq: BullmqProducer; raw: Producer }): Promise<MemoryResult[]> {
+  const memoryItems = (count: number): Item[] =>
+    Array.from({ length: count }, (_, n) => {
+      const key = actionKey('mem', n);
+      return { key, due: { delayMs: SETTINGS.farDelayMs }, payload: makePayload(key, Date.now() + SETTINGS.farDelayMs) };
+    });
+  const one = (producer: Producer) => async (count: number) => {
+    const items = memoryItems(count);
+    await pump(200, { count }, (n) => producer.one(items[n]));
+  };
+  const byKey = (): Promise<string> => keyBreakdown(bench.redis, (key) => (key.startsWith(`bull:${QUEUE}:mem-`) ? 'job hashes' : key));
+  const bulk = async (count: number): Promise<void> => {
+    const items = memoryItems(count);
+    await pumpBatches(500, { count }, (first, size) => producers.bullmq.bulk(items.slice(first, first + size)));
+  };
+  return [
+    await measureMemory(bench, 'bullmq', 'BullMQ delayed jobs', bulk, byKey),
+    await measureMemory(bench, 'delay', 'nestjs-delay pending actions', one(producers.delay), byKey),
+    await measureMemory(bench, 'raw', 'raw ZSET + HASH (floor)', one(producers.raw), byKey),
+  ];
+}
+
+function memoryTable(memory: readonly MemoryResult[]): string {
+  const base = memory.find((result) => result.id === 'bullmq')?.bytesPerAction ?? NaN;
+  return markdownTable(
+    ['implementation', 'bytes/action (used_memory delta / N)', 'x BullMQ', 'by key, bytes/action (MEMORY USAGE)'],
+    memory.map((result) => [result.label, fmt(result.bytesPerAction), ratio(result.bytesPerAction / base), result.breakdown]),
+    [false, true, true, false],
+  );
+}
+
+function verdicts(
+  sequential: readonly RateResult[],
+  concurrent: readonly RateResult[],
+  memory: readonly MemoryResult[],
+  bursts: readonly BurstSummary[],
+  steady: readonly SteadyResult[],
+): string[] {
+  const lines: string[] = [];
+  const rateOf = (results: readonly RateResult[], id: string): number => median(results.find((result) => result.id === id)?.rates ?? [NaN]);
+  const paired = (results: readonly RateResult[]): number => {
+    const ours = results.find((result) => result.id === 'delay');
+    const theirs = results.find((result) => result.id === 'bullmq');
+    return ours && theirs ? pairedRatio(ours, theirs) : NaN;
+  };
+  if (sequential.length > 0) {
+    const value = paired(sequential);
+    lines.push(`- schedule, one client awaiting each: ${fmt(rateOf(sequential, 'delay'))}/s = ${ratio(value)} BullMQ's ${fmt(rateOf(sequential, 'bullmq'))}/s (per-round ratios, median; target >= 3x): ${mark(value >= 3)}`);
+  }
+  if (concurrent.length > 0) {
+    const value = paired(concurrent);
+    lines.push(
+      `- schedule, batched or concurrent: ${fmt(rateOf(concurrent, 'delay'))}/s = ${ratio(value)} BullMQ addBulk's ${fmt(rateOf(concurrent, 'bullmq'))}/s (per-round ratios, median; target >= 3x): ${mark(value >= 3)}`,
+    );
+  }
+  const ourMemory = memory.find((result) => result.id === 'delay');
+  const theirMemory = memory.find((result) => result.id === 'bullmq');
+  if (ourMemory && theirMemory) {
+    const value = ourMemory.bytesPerAction / theirMemory.bytesPerAction;
+    lines.push(`- memory per pending action: ${fmt(ourMemory.bytesPerAction)} B = ${ratio(value)} BullMQ's ${fmt(theirMemory.bytesPerAction)} B (target <= 0.40x): ${mark(value <= 0.4)}`);
+  }
+  for (const workers of SETTINGS.workerCounts) {
+    const ours = bursts.find((result) => result.kind === 'delay' && result.workers === workers);
+    const theirs = bursts.find((result) => result.kind === 'bullmq' && result.workers === workers);
+    if (!ours || !theirs) continue;
+    const speed = ours.rate / theirs.rate;
+    lines.push(`- burst, ${workers} worker(s), rate: ${fmt(ours.rate)}/s = ${ratio(speed)} BullMQ's ${fmt(theirs.rate)}/s (target >= 3x): ${mark(speed >= 3)}`);
+    const ourP99 = ours.p99;
+    const theirP99 = theirs.p99;
+    lines.push(`- burst, ${workers} worker(s), lateness p99: ${fmt(ourP99)} ms = ${ratio(ourP99 / theirP99)} BullMQ's ${fmt(theirP99)} ms (target <= 0.33x): ${mark(ourP99 <= theirP99 / 3)}`);
+  }
+  const ourSteady = steady.find((result) => result.kind === 'delay');
+  if (ourSteady) {
+    const p99 = quantile(ourSteady.stats.lateness, 0.99);
+    lines.push(`- steady load lateness p99: ${fmt(p99)} ms (target < 20 ms): ${mark(p99 < 20)}`);
+  }
+  const consuming = [...bursts.flatMap((summary) => summary.reps), ...steady].filter((result) => result.kind === 'delay');
+  if (consuming.length > 0) {
+    const clean = consuming.every((result) => result.stats.lost === 0 && result.stats.duplicates === 0);
+    lines.push(`- nestjs-delay lost / duplicated, all consuming phases: ${clean ? 'none' : 'SOME (see the tables)'} (target none): ${mark(clean)}`);
+  }
+  return lines;
+}
+
+function loadAverage(): string {
+  return fmt(loadavg()[0], 2);
+}
+
+// ---- main ----------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const startedAt = performance.now();
+  const loadAtStart = loadAverage();
+  const npmScript = process.env.npm_lifecycle_event;
+  const script = relative(process.cwd(), process.argv[1]);
+  const overrides = ['BENCH_REDIS_QUICK', 'BENCH_REDIS_PHASES', 'BENCH_REDIS_CPU_PROF'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
+  const bullmqVersion = (JSON.parse(readFileSync(require.resolve('bullmq/package.json'), 'utf8')) as { version: string }).version;
+  const ioredisVersion = (JSON.parse(readFileSync(require.resolve('ioredis/package.json'), 'utf8')) as { version: string }).version;
+
+  const server = await BenchRedisServer.start();
+  const bench = new Bench(server);
+  try {
+    const serverInfo = parseInfo(await bench.redis.info('server'));
+    console.log('# nestjs-delay Redis driver benchmark\n');
+    console.log(`- date: ${new Date().toISOString()}`);
+    console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
+    console.log(`- node ${process.version}, ${process.platform}/${process.arch}; bullmq ${bullmqVersion}, ioredis ${ioredisVersion}`);
+    console.log(`- redis-server ${serverInfo.get('redis_version')} (${BenchRedisServer.version()}), spawned on a free port, no persistence`);
+    console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average (1 min) ${loadAtStart}`);
+    console.log(
+      `- schedule: ${SETTINGS.rounds} interleaved rounds of ${SETTINGS.roundMs} ms per implementation, median; ${SETTINGS.inFlight} in flight / addBulk batches of ${SETTINGS.inFlight}; payload ${PAYLOAD_BYTES} B of JSON`,
+    );
+    console.log(
+      `- workers: concurrency ${SETTINGS.concurrency} per process for both (nestjs-delay claimBatch ${SETTINGS.claimBatch}); BullMQ removeOnComplete {count: 0}; lateness = handler start - due time, Date.now() in every process`,
+    );
+    console.log('');
+
+    const { delay, bullmq, raw } = await bench.producers();
+    let sequential: RateResult[] = [];
+    let concurrent: RateResult[] = [];
+    let memory: MemoryResult[] = [];
+    const bursts: BurstSummary[] = [];
+    const steady: SteadyResult[] = [];
+
+    if (PHASES.has(1)) {
+      sequential = await measureRates(bench, [
+        { id: 'bullmq', label: 'BullMQ Queue.add({ delay, jobId })', producer: bullmq, mode: 'sequential' },
+        { id: 'delay', label: 'nestjs-delay DelayService.schedule', producer: delay, mode: 'sequential' },
+        { id: 'raw', label: 'raw Lua ZADD+HSET (floor)', producer: raw, mode: 'sequential' },
+      ]);
+      console.log('## 1. Schedule, one client awaiting each\n');
+      console.log(rateTable('sequential', sequential, 'bullmq'));
+    }
+
+    if (PHASES.has(2)) {
+      const autoPipelined = await DelayProducer.create(server.url, true);
+      concurrent = await measureRates(bench, [
+        { id: 'bullmq', label: `BullMQ Queue.addBulk, batches of ${SETTINGS.inFlight}`, producer: bullmq, mode: 'bulk' },
+        { id: 'bullmq-add', label: `BullMQ Queue.add, ${SETTINGS.inFlight} in flight`, producer: bullmq, mode: 'concurrent' },
+        { id: 'delay', label: `nestjs-delay DelayService.schedule, ${SETTINGS.inFlight} in flight`, producer: delay, mode: 'concurrent' },
+        { id: 'delay-auto', label: `nestjs-delay, ${SETTINGS.inFlight} in flight, ioredis enableAutoPipelining (what-if)`, producer: autoPipelined, mode: 'concurrent' },
+        { id: 'raw', label: `raw Lua ZADD+HSET, ${SETTINGS.inFlight} in flight (floor)`, producer: raw, mode: 'concurrent' },
+        { id: 'raw-bulk', label: `raw Lua ZADD+HSET, ${SETTINGS.inFlight} per call (floor for a batch API)`, producer: raw, mode: 'bulk' },
+      ]);
+      await autoPipelined.close();
+      console.log('\n## 2. Schedule, batched or concurrent\n');
+      console.log(rateTable('batched/concurrent', concurrent, 'bullmq'));
+    }
+
+    if (PHASES.has(3)) {
+      memory = await measureMemories(bench, { delay, bullmq, raw });
+      console.log(`\n## 3. Redis memory per pending action (${PAYLOAD_BYTES} B payload, ${fmt(SETTINGS.memoryCount)} pending)\n`);
+      console.log(memoryTable(memory));
+    }
+
+    if (PHASES.has(4)) {
+      const runs: BurstResult[] = [];
+      for (let round = 0; round < SETTINGS.burstRounds; round++) {
+        for (const workers of SETTINGS.workerCounts) {
+          for (const kind of ['bullmq', 'delay'] as const) runs.push(await runBurst(bench, kind, workers));
+        }
+      }
+      bursts.push(...summarizeBursts(runs));
+      console.log(
+        `\n## 4. Burst: ${fmt(SETTINGS.burstCount)} actions due at one moment, ${SETTINGS.burstLeadMs} ms after scheduling starts (${SETTINGS.burstRounds} interleaved runs each)\n`,
+      );
+      console.log(burstTable(bursts));
+    }
+
+    if (PHASES.has(5)) {
+      for (const kind of ['bullmq', 'delay'] as const) steady.push(await runSteady(bench, kind));
+      console.log(
+        `\n## 5. Steady load: ${fmt(SETTINGS.steadyRate)} actions/s for ${fmt(SETTINGS.steadyMs / 1000)} s, delays ${SETTINGS.steadyMinDelayMs}-${SETTINGS.steadyMaxDelayMs} ms, one worker process\n`,
+      );
+      console.log(steadyTable(steady));
+    }
+
+    if (bursts.length > 0 || steady.length > 0) {
+      console.log('\n## Redis commands per phase (INFO commandstats; busiest first)\n');
+      const commandRows: string[][] = [];
+      for (const summary of bursts) {
+        commandRows.push([`burst, ${summary.workers} worker(s)`, label(summary.kind), commandsLine(summary.typical.server, summary.typical.stats.runs)]);
+      }
+      for (const result of steady) commandRows.push(['steady', label(result.kind), commandsLine(result.server, result.stats.runs)]);
+      console.log(markdownTable(['phase', 'implementation', 'top commands'], commandRows, [false, false, false]));
+    }
+
+    console.log('\n## Targets (DESIGN.md)\n');
+    console.log(verdicts(sequential, concurrent, memory, bursts, steady).join('\n'));
+    console.log(`- machine load average (1 min) at start / end: ${loadAtStart} / ${loadAverage()}`);
+    console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s`);
+  } finally {
+    await bench.close();
+    await server.dispose();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
