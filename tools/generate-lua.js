@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Turns the Redis driver's .lua files into one TypeScript module of script
-// definitions (source, number of keys, a versioned command name), so the
+// definitions (source with its `--@include`s inlined, number of keys, a
+// versioned command name), so the
 // compiled library ships them without copying assets. `--check` exits 1 when
 // the generated module is stale; a unit test does the same comparison.
 const { createHash } = require('node:crypto');
@@ -10,11 +11,16 @@ const { join } = require('node:path');
 const luaDir = join(__dirname, '..', 'libs', 'delay', 'src', 'drivers', 'redis', 'lua');
 const target = join(__dirname, '..', 'libs', 'delay', 'src', 'drivers', 'redis', 'redis-scripts.generated.ts');
 
+/** Replaces each `--@include NAME` line with lua/include/NAME.lua: Redis scripts cannot load one another. */
+function withIncludes(lua) {
+  return lua.replace(/^--@include (\w[\w-]*)\n/gm, (_, name) => readFileSync(join(luaDir, 'include', `${name}.lua`), 'utf8'));
+}
+
 function render() {
   const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua')).sort();
   const entries = files.map((file) => {
     const name = file.replace(/\.lua$/, '').replace(/-(\w)/g, (_, c) => c.toUpperCase());
-    const lua = readFileSync(join(luaDir, file), 'utf8');
+    const lua = withIncludes(readFileSync(join(luaDir, file), 'utf8'));
     const keyNumbers = [...lua.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]));
     const numberOfKeys = Math.max(0, ...keyNumbers);
     const sha = createHash('sha1').update(lua).digest('hex');

@@ -24,8 +24,9 @@ export function parseItems(text: string): string[] {
 }
 
 /**
- * An action as the scripts store it: "token|attempt|dueAt|payload", payload
- * empty for none; for a batch "#count|openedAt", its items stored apart.
+ * An action as the scripts store it: "token|attempt|dueAt|payload", token and
+ * dueAt in base 36, payload empty for none; for a batch "#count|openedAt",
+ * its items stored apart.
  */
 export interface Envelope {
   readonly token: string;
@@ -43,7 +44,7 @@ export function parseEnvelope(text: string): Envelope {
   return {
     token: text.slice(0, first),
     attempt: Number(text.slice(first + 1, second)),
-    dueAt: Number(text.slice(second + 1, third)),
+    dueAt: parseInt(text.slice(second + 1, third), 36),
     // Valid JSON is never empty, so '' can stand for "no payload".
     payload: payload === '' ? undefined : payload,
   };

@@ -27,6 +27,6 @@ if string.sub(payload, 1, 1) == '#' then
   redis.call('DEL', ARGV[4] .. key)
 end
 local diedAt = string.format('%d', now)
-redis.call('HSET', KEYS[3], key, attempt .. '|' .. dueAt .. '|' .. diedAt .. '|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. payload)
+redis.call('HSET', KEYS[3], key, attempt .. '|' .. string.format('%d', tonumber(dueAt, 36)) .. '|' .. diedAt .. '|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. payload)
 redis.call('ZADD', KEYS[4], now, key)
 return 1

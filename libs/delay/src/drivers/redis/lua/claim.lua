@@ -20,6 +20,7 @@ Returns {now, next, member1, envelope1, items1, member2, ...}
   next: when this topic next needs a look (earliest due time or lease
   expiry left), -1 if nothing is pending. itemsN is '' for a single action.
 ]]
+--@include encoding
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local limit = tonumber(ARGV[1])
@@ -32,7 +33,7 @@ for _, member in ipairs(expired) do
   local envelope = redis.call('HGET', KEYS[2], member)
   if envelope then
     local _, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-    local token = redis.call('INCR', KEYS[4])
+    local token = b36(redis.call('INCR', KEYS[4]))
     redis.call('HSET', KEYS[2], member, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
     redis.call('ZADD', KEYS[1], now, member)
   end
@@ -49,7 +50,7 @@ if limit > 0 then
       local items = ''
       if string.sub(payload, 1, 1) == '#' then
         if not string.find(member, '\31', 1, true) then
-          local sealed = member .. '\31' .. string.format('%016d', tonumber(token))
+          local sealed = member .. '\31' .. string.format('%016d', tonumber(token, 36))
           redis.call('HDEL', KEYS[2], member)
           redis.call('HSET', KEYS[2], sealed, envelope)
           redis.call('RENAME', itemsPrefix .. member, itemsPrefix .. sealed)

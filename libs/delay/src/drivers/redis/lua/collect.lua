@@ -25,6 +25,7 @@ ARGV[8] items key prefix
 Returns {status, size, dueAt, now}
   status 1 opened, 2 joined, 3 flushed (this item filled it), -3 the key has a single action pending
 ]]
+--@include encoding
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = ARGV[1]
@@ -41,14 +42,14 @@ if existing then
   local count, opened = string.match(meta, '^#([^|]*)|(.*)$')
   size = tonumber(count) + 1
   openedAt = tonumber(opened)
-  dueAt = tonumber(dueAt)
+  dueAt = tonumber(dueAt, 36)
   if ARGV[5] == '1' then
     dueAt = now + window
     if maxWait >= 0 and openedAt + maxWait < dueAt then dueAt = openedAt + maxWait end
   end
   status = 2
 else
-  token = redis.call('INCR', KEYS[4])
+  token = b36(redis.call('INCR', KEYS[4]))
   attempt = '1'
   size = 1
   openedAt = now
@@ -62,7 +63,7 @@ redis.call('APPEND', itemsPrefix .. key, string.len(ARGV[2]) .. ':' .. ARGV[2])
 local member = key
 if size >= tonumber(ARGV[6]) then
   -- Full: close it under its own id, so the key is free for the next batch.
-  member = key .. '\31' .. string.format('%016d', tonumber(token))
+  member = key .. '\31' .. string.format('%016d', tonumber(token, 36))
   redis.call('HDEL', KEYS[2], key)
   redis.call('ZREM', KEYS[1], key)
   redis.call('RENAME', itemsPrefix .. key, itemsPrefix .. member)
@@ -70,7 +71,7 @@ if size >= tonumber(ARGV[6]) then
   status = 3
 end
 
-redis.call('HSET', KEYS[2], member, token .. '|' .. attempt .. '|' .. string.format('%d', dueAt) .. '|#' .. size .. '|' .. string.format('%d', openedAt))
+redis.call('HSET', KEYS[2], member, token .. '|' .. attempt .. '|' .. b36(dueAt) .. '|#' .. size .. '|' .. string.format('%d', openedAt))
 redis.call('ZADD', KEYS[1], dueAt, member)
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
 if head[1] == member then redis.call('PUBLISH', ARGV[7], string.format('%d', dueAt)) end

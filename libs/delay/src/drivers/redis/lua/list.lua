@@ -21,7 +21,7 @@ local rows = {}
 for _, key in ipairs(running) do
   local envelope = redis.call('HGET', KEYS[2], key)
   if envelope then
-    local dueAt = tonumber(string.match(envelope, '^[^|]*|[^|]*|([^|]*)|'))
+    local dueAt = tonumber(string.match(envelope, '^[^|]*|[^|]*|([^|]*)|'), 36)
     rows[#rows + 1] = {key, envelope, dueAt}
   end
 end

@@ -16,6 +16,7 @@ ARGV[3] items key prefix
 Returns 1 if re-driven, 0 if there was no such dead action, -3 if it is a
 single action and its key has an open batch (nothing changes).
 ]]
+--@include encoding
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = ARGV[1]
@@ -29,7 +30,7 @@ if string.sub(payload, 1, 1) ~= '#' then
 end
 redis.call('HDEL', KEYS[5], key)
 redis.call('ZREM', KEYS[6], key)
-local token = redis.call('INCR', KEYS[4])
+local token = b36(redis.call('INCR', KEYS[4]))
 if string.sub(payload, 1, 1) == '#' then
   local items = string.sub(payload, 2)
   local size = 0
@@ -42,7 +43,7 @@ if string.sub(payload, 1, 1) == '#' then
   redis.call('SET', ARGV[3] .. key, items)
   payload = '#' .. size .. '|' .. string.format('%d', now)
 end
-redis.call('HSET', KEYS[2], key, token .. '|1|' .. string.format('%d', now) .. '|' .. payload)
+redis.call('HSET', KEYS[2], key, token .. '|1|' .. b36(now) .. '|' .. payload)
 redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], now, key)
 redis.call('PUBLISH', ARGV[2], string.format('%d', now))

@@ -11,6 +11,7 @@ ARGV[2], ARGV[3], ...: key, token pairs
 
 Returns how many runs were handed back.
 ]]
+--@include encoding
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local released = 0
@@ -20,7 +21,7 @@ for i = 2, #ARGV, 2 do
   if envelope then
     local token, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
     if token == ARGV[i + 1] then
-      local fresh = redis.call('INCR', KEYS[4])
+      local fresh = b36(redis.call('INCR', KEYS[4]))
       redis.call('HSET', KEYS[2], key, fresh .. '|' .. attempt .. '|' .. dueAt .. '|' .. payload)
       redis.call('ZREM', KEYS[3], key)
       redis.call('ZADD', KEYS[1], now, key)

@@ -16,6 +16,7 @@ Returns {status, envelope, now}
   status 1 moved, 0 no such action, -1 too far in the past, -2 beyond the horizon,
          -3 the key has an open batch (from collect)
 ]]
+--@include encoding
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = ARGV[1]
@@ -30,8 +31,8 @@ if dueAt < now - tonumber(ARGV[4]) then return {-1, tostring(dueAt), now} end
 if dueAt > now + tonumber(ARGV[5]) then return {-2, tostring(dueAt), now} end
 
 local _, attempt, _, payload = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-local token = redis.call('INCR', KEYS[4])
-local envelope = token .. '|' .. attempt .. '|' .. string.format('%d', dueAt) .. '|' .. payload
+local token = b36(redis.call('INCR', KEYS[4]))
+local envelope = token .. '|' .. attempt .. '|' .. b36(dueAt) .. '|' .. payload
 redis.call('HSET', KEYS[2], key, envelope)
 redis.call('ZADD', KEYS[1], dueAt, key)
 redis.call('ZREM', KEYS[3], key)

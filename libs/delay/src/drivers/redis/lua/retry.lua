@@ -11,6 +11,7 @@ ARGV[4] wake channel
 
 Returns 1 if re-queued, 0 if the token no longer matches.
 ]]
+--@include encoding
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = ARGV[1]
@@ -19,7 +20,7 @@ if not envelope then return 0 end
 local token, attempt, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
 if token ~= ARGV[2] then return 0 end
 local dueAt = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[2], key, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. string.format('%d', dueAt) .. '|' .. payload)
+redis.call('HSET', KEYS[2], key, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. b36(dueAt) .. '|' .. payload)
 redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], dueAt, key)
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)

@@ -2,7 +2,7 @@
 schedule: arms (topic, key), or keeps an existing arming.
 
 KEYS[1] due ZSET     member = key, score = due time (ms)
-KEYS[2] env HASH     field = key, value = envelope "token|attempt|dueAt|payload"
+KEYS[2] env HASH     field = key, value = envelope "token|attempt|dueAt|payload" (token and dueAt in base 36)
 KEYS[3] active ZSET  member = key, score = lease expiry (ms)
 KEYS[4] seq STRING   counter that mints arming tokens
 
@@ -21,6 +21,7 @@ Returns {status, envelope, now, running}
          -3 the key has an open batch (from collect)
 Time is the Redis server's (TIME), never the caller's.
 ]]
+--@include encoding
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = ARGV[1]
@@ -37,8 +38,8 @@ if existing and ARGV[5] == 'keep' then
   return {3, existing, now, 0}
 end
 
-local token = redis.call('INCR', KEYS[4])
-local envelope = token .. '|1|' .. string.format('%d', dueAt) .. '|' .. ARGV[4]
+local token = b36(redis.call('INCR', KEYS[4]))
+local envelope = token .. '|1|' .. b36(dueAt) .. '|' .. ARGV[4]
 redis.call('HSET', KEYS[2], key, envelope)
 redis.call('ZADD', KEYS[1], dueAt, key)
 -- A run of the previous arming may still be going: it loses its lease and its ack will not match.
