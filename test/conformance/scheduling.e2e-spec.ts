@@ -44,6 +44,41 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
     expect(await t.delay.list(TOPIC.basic)).toEqual({ items: [], total: 0, offset: 0, limit: 100 });
   });
 
+  it('scheduleMany arms every entry as schedule would, and fires each once', async () => {
+    await t.delay.schedule(TOPIC.basic, 'kept', { delay: 150, payload: { old: true } });
+    const pending = await t.delay.scheduleMany(TOPIC.basic, [
+      { key: 'a', delay: 100, payload: { n: 1 } },
+      { key: 'b', delay: 150 },
+      { key: 'kept', delay: 100, payload: { old: false }, ifExists: 'keep' },
+    ]);
+    expect(pending.map((action) => [action.key, action.payload, action.state])).toEqual([
+      ['a', { n: 1 }, 'waiting'],
+      ['b', undefined, 'waiting'],
+      ['kept', { old: true }, 'waiting'],
+    ]);
+    expect(await t.delay.count(TOPIC.basic)).toBe(3);
+    await fx.waitFor(() => t.probe.calls.length === 3, 'the three runs', 150 + fx.latenessMs);
+    await fx.elapse(100);
+    expect(t.probe.calls.map((call) => [call.key, call.payload]).sort()).toEqual([
+      ['a', { n: 1 }],
+      ['b', undefined],
+      ['kept', { old: true }],
+    ]);
+  });
+
+  it('scheduleMany is all or nothing: one refused entry and none is written', async () => {
+    await t.delay.collect(TOPIC.basic, 'batch', 'item', { window: '1h' });
+    const before = await t.delay.list(TOPIC.basic);
+    await expect(t.delay.scheduleMany(TOPIC.basic, [{ key: 'x', delay: 100 }, { key: 'y', at: 0 }])).rejects.toMatchObject({ code: 'ERR_DELAY_DUE_TIME_OUT_OF_RANGE' });
+    await expect(t.delay.scheduleMany(TOPIC.basic, [{ key: 'x', delay: 100 }, { key: 'y', delay: '200y' }])).rejects.toMatchObject({ code: 'ERR_DELAY_DUE_TIME_OUT_OF_RANGE' });
+    await expect(t.delay.scheduleMany(TOPIC.basic, [{ key: 'x', delay: 100 }, { key: 'batch', delay: 100 }])).rejects.toMatchObject({ code: 'ERR_DELAY_KIND_CONFLICT' });
+    await expect(t.delay.scheduleMany(TOPIC.basic, [{ key: 'x', delay: 100 }, { key: '', delay: 100 }])).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_KEY' });
+    await expect(t.delay.scheduleMany(TOPIC.basic, [{ key: 'x', delay: 100, payload: 1n }])).rejects.toMatchObject({ code: 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE' });
+    await expect(t.delay.scheduleMany(TOPIC.basic, Array.from({ length: 1001 }, (_, n) => ({ key: `k${n}`, delay: 100 })))).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_SCHEDULE_OPTIONS' });
+    expect(await t.delay.list(TOPIC.basic)).toEqual(before);
+    expect(await t.delay.get(TOPIC.basic, 'x')).toBeNull();
+  });
+
   it("ifExists 'replace' (the default) re-arms with the new time and payload; the old arming never fires", async () => {
     const first = await t.delay.schedule(TOPIC.basic, 'user-1', { delay: 100, payload: { beat: 1 } });
     const second = await t.delay.schedule(TOPIC.basic, 'user-1', { delay: 300, payload: { beat: 2 } });

@@ -7,7 +7,7 @@ import { InvalidScheduleOptionsError } from './errors/invalid-schedule-options.e
 import { DelayDriver, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
 import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
-import { BatchStatus, CollectOptions, DueTime, ScheduleOptions } from './interfaces/schedule-options.interface';
+import { BatchStatus, CollectOptions, DueTime, ScheduleEntry, ScheduleOptions } from './interfaces/schedule-options.interface';
 import { parseDuration } from './time/duration';
 import { parsePayload, serializePayload, toDueSpec, validateDeadId, validateIfExists, validateKey, validatePage, validateTopic } from './validation/action-input';
 
@@ -46,6 +46,34 @@ export class DelayService {
       this.events.emit(() => ({ type: 'scheduled', topic, key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
     }
     return toPendingAction<TPayload>(action);
+  }
+
+  /**
+   * Schedules many actions of one topic in one go (one round trip on Redis),
+   * all or nothing: if any entry is refused, none is written. Each entry means
+   * what `schedule(topic, entry.key, entry)` means. At most 1000 entries.
+   */
+  async scheduleMany<TPayload = unknown>(topic: string, entries: ReadonlyArray<ScheduleEntry<TPayload>>): Promise<Array<PendingAction<TPayload>>> {
+    validateTopic(topic);
+    if (!Array.isArray(entries)) throw new InvalidScheduleOptionsError('scheduleMany takes an array of entries');
+    if (entries.length > MAX_SCHEDULE_MANY) throw new InvalidScheduleOptionsError(`scheduleMany takes at most ${MAX_SCHEDULE_MANY} entries, got ${entries.length}`);
+    if (entries.length === 0) return [];
+    const commands = entries.map((entry) => {
+      if (typeof entry !== 'object' || entry === null) throw new InvalidScheduleOptionsError('each entry is { key, delay or at, payload?, ifExists? }');
+      return {
+        key: validateKey(entry.key),
+        due: toDueSpec(entry),
+        ifExists: validateIfExists(entry.ifExists),
+        payload: serializePayload(entry.payload, this.options.maxPayloadBytes),
+      };
+    });
+    const results = await this.driver.scheduleMany({ topic, entries: commands, maxPastMs: this.options.maxPastMs });
+    return results.map(({ action, outcome }) => {
+      if (outcome !== 'kept') {
+        this.events.emit(() => ({ type: 'scheduled', topic, key: action.key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
+      }
+      return toPendingAction<TPayload>(action);
+    });
   }
 
   /**
@@ -148,6 +176,9 @@ export class DelayService {
     }
   }
 }
+
+/** Entries in one scheduleMany call: bounded so one Lua call stays short (Redis runs nothing else meanwhile). */
+const MAX_SCHEDULE_MANY = 1000;
 
 function toPendingAction<TPayload>(action: StoredAction): PendingAction<TPayload> {
   return {

@@ -9,7 +9,7 @@ export type { DelayHandlerOptions, BackoffOption } from './interfaces/delay-hand
 export type { DelayContext } from './interfaces/delay-context.interface';
 export type { DelayEvent, DelayEventType } from './interfaces/delay-event.interface';
 export type { PendingAction, DeadAction, ActionState, Page, PageRequest } from './interfaces/pending-action.interface';
-export type { ScheduleOptions, DueTime, IfExists, CollectOptions, BatchStatus } from './interfaces/schedule-options.interface';
+export type { ScheduleOptions, ScheduleEntry, DueTime, IfExists, CollectOptions, BatchStatus } from './interfaces/schedule-options.interface';
 export type {
   DelayDriver,
   DelayConsumer,
@@ -17,6 +17,7 @@ export type {
   DeliveryOutcome,
   DueSpec,
   ScheduleCommand,
+  ScheduleManyCommand,
   CollectCommand,
   CollectResult,
   RescheduleCommand,

@@ -14,6 +14,8 @@ export interface DelayDriver {
   readonly horizonMs: number;
 
   schedule(command: ScheduleCommand): Promise<ScheduleResult>;
+  /** Many schedules of one topic, all or nothing: one refused entry and none is written. */
+  scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]>;
   /** Removes the action, waiting or running (a running one is then never retried). True if there was one. */
   cancel(topic: string, key: string): Promise<boolean>;
   /** Moves an existing action, keeping its payload. Null if there is none. */
@@ -50,6 +52,12 @@ export interface ScheduleCommand {
   readonly payload: string | undefined;
   readonly ifExists: IfExists;
   /** How far in the past an absolute `at` may be before it is refused. */
+  readonly maxPastMs: number;
+}
+
+export interface ScheduleManyCommand {
+  readonly topic: string;
+  readonly entries: ReadonlyArray<Omit<ScheduleCommand, 'topic' | 'maxPastMs'>>;
   readonly maxPastMs: number;
 }
 

@@ -12,6 +12,9 @@ export type ScheduleOptions<TPayload = unknown> = DueTime & {
   readonly ifExists?: IfExists;
 };
 
+/** One entry of scheduleMany: a key and what schedule would take for it. */
+export type ScheduleEntry<TPayload = unknown> = ScheduleOptions<TPayload> & { readonly key: string };
+
 export interface CollectOptions {
   /** The batch is due this long after its first item (or, with slide, after its latest). */
   readonly window: Duration;

@@ -10,6 +10,7 @@ import {
   DueSpec,
   RescheduleCommand,
   ScheduleCommand,
+  ScheduleManyCommand,
   ScheduleResult,
   StoredAction,
   StoredDeadAction,
@@ -75,6 +76,27 @@ export class RedisDriver implements DelayDriver {
     if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const outcome = status === 1 ? 'created' : status === 2 ? 'replaced' : 'kept';
     return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome };
+  }
+
+  async scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
+    const keys = this.keys(command.topic);
+    const args: Array<string | number> = [command.maxPastMs, this.horizonMs, keys.wake];
+    for (const entry of command.entries) args.push(entry.key, ...dueArgs(entry.due), entry.payload ?? '', entry.ifExists);
+    const reply = await this.connection.run<Reply>('scheduleMany', [keys.due, keys.env, keys.active, keys.seq], args);
+    this.clockSkew.value = Number(reply[0]) - Date.now();
+    const code = Number(reply[1]);
+    if (code < 0) {
+      const entry = command.entries[Number(reply[2]) - 1];
+      if (code === -3) throw new ActionKindConflictError(command.topic, entry.key, 'batch');
+      this.checkStatus([code, reply[3], reply[0]], command.maxPastMs, entry.due);
+    }
+    return command.entries.map((entry, n) => {
+      const status = Number(reply[1 + n * 3]);
+      return {
+        action: toStoredAction(command.topic, entry.key, String(reply[2 + n * 3]), Number(reply[3 + n * 3]) === 1, ''),
+        outcome: status === 1 ? 'created' : status === 2 ? 'replaced' : 'kept',
+      };
+    });
   }
 
   async cancel(topic: string, key: string): Promise<boolean> {

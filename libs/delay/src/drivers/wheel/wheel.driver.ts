@@ -10,6 +10,7 @@ import {
   DeliveryOutcome,
   RescheduleCommand,
   ScheduleCommand,
+  ScheduleManyCommand,
   ScheduleResult,
   StoredAction,
   StoredDeadAction,
@@ -99,6 +100,24 @@ export class WheelDriver implements DelayDriver {
     }
     const i = this.arm(topic, command.key, command.payload, dueAt, existing);
     return { action: this.snapshot(i), outcome: existing === undefined ? 'created' : 'replaced' };
+  }
+
+  async scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
+    this.assertOpen();
+    const now = this.clock.now();
+    const topic = this.topic(command.topic);
+    // Every entry is checked before any is written: all or nothing.
+    const dues = command.entries.map((entry) => {
+      const existing = topic.index.get(entry.key);
+      if (existing !== undefined && isBatch(this.arena.payloads[existing])) throw new ActionKindConflictError(command.topic, entry.key, 'batch');
+      return resolveDueAt(entry.due, now, command.maxPastMs, this.horizonMs);
+    });
+    return command.entries.map((entry, n) => {
+      const existing = topic.index.get(entry.key);
+      if (existing !== undefined && entry.ifExists === 'keep') return { action: this.snapshot(existing), outcome: 'kept' };
+      const i = this.arm(topic, entry.key, entry.payload, dues[n], existing);
+      return { action: this.snapshot(i), outcome: existing === undefined ? 'created' : 'replaced' };
+    });
   }
 
   async cancel(topic: string, key: string): Promise<boolean> {

@@ -1,0 +1,66 @@
+--[[
+schedule-many: arms many actions of one topic in one call, all or nothing.
+Each entry behaves exactly as schedule.lua; if any due time is out of range,
+nothing at all is written.
+
+KEYS[1] due ZSET
+KEYS[2] env HASH
+KEYS[3] active ZSET
+KEYS[4] seq STRING
+ARGV[1] max past, ms
+ARGV[2] horizon, ms
+ARGV[3] wake channel
+ARGV[4..] five per entry: key, 'delay' or 'at', value (ms), payload JSON or '', 'replace' or 'keep'
+
+Returns {now, status1, envelope1, running1, status2, ...}
+  status 1 created, 2 replaced, 3 kept (envelope is the existing one);
+  or {now, code, index, dueAt} when entry `index` (1-based) is refused and
+  nothing was written: code -1 too far in the past, -2 beyond the horizon,
+  -3 its key has an open batch (from collect).
+]]
+--@include encoding
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local maxPast = tonumber(ARGV[1])
+local horizon = tonumber(ARGV[2])
+
+local dues = {}
+local entries = (#ARGV - 3) / 5
+for n = 1, entries do
+  local base = 3 + (n - 1) * 5
+  local dueAt
+  if ARGV[base + 2] == 'delay' then dueAt = now + tonumber(ARGV[base + 3]) else dueAt = tonumber(ARGV[base + 3]) end
+  if dueAt < now - maxPast then return {now, -1, n, tostring(dueAt)} end
+  if dueAt > now + horizon then return {now, -2, n, tostring(dueAt)} end
+  local existing = redis.call('HGET', KEYS[2], ARGV[base + 1])
+  if existing and string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {now, -3, n, ''} end
+  dues[n] = dueAt
+end
+
+local result = {now}
+local earliest = nil
+for n = 1, entries do
+  local base = 3 + (n - 1) * 5
+  local key = ARGV[base + 1]
+  local existing = redis.call('HGET', KEYS[2], key)
+  if existing and ARGV[base + 5] == 'keep' then
+    result[#result + 1] = 3
+    result[#result + 1] = existing
+    if redis.call('ZSCORE', KEYS[3], key) then result[#result + 1] = 1 else result[#result + 1] = 0 end
+  else
+    local envelope = b36(redis.call('INCR', KEYS[4])) .. '|1|' .. b36(dues[n]) .. '|' .. ARGV[base + 4]
+    redis.call('HSET', KEYS[2], key, envelope)
+    redis.call('ZADD', KEYS[1], dues[n], key)
+    if existing then redis.call('ZREM', KEYS[3], key) end
+    if earliest == nil or dues[n] < earliest then earliest = dues[n] end
+    if existing then result[#result + 1] = 2 else result[#result + 1] = 1 end
+    result[#result + 1] = envelope
+    result[#result + 1] = 0
+  end
+end
+
+if earliest ~= nil then
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if head[2] and tonumber(head[2]) >= earliest then redis.call('PUBLISH', ARGV[3], string.format('%d', earliest)) end
+end
+return result
