@@ -55,6 +55,14 @@ export class DelayProducer implements Producer {
     await this.service.schedule(TOPIC, key, 'delayMs' in due ? { delay: due.delayMs, payload } : { at: due.atMs, payload });
   }
 
+  /** DelayService.scheduleMany: one script call for the whole batch. */
+  async bulk(items: readonly Item[]): Promise<void> {
+    await this.service.scheduleMany(
+      TOPIC,
+      items.map(({ key, due, payload }) => ('delayMs' in due ? { key, delay: due.delayMs, payload } : { key, at: due.atMs, payload })),
+    );
+  }
+
   async close(): Promise<void> {
     await this.app.close();
     if (this.ownClient) await this.ownClient.quit();

@@ -12,6 +12,8 @@ export const NIL = -1;
 export const FREE = -1;
 export const READY = -2;
 export const RUNNING = -3;
+/** Running, but cancelled or re-armed meanwhile: its outcome is dropped. */
+export const ORPHANED = -4;
 
 const INITIAL_CAPACITY = 1024;
 
@@ -33,7 +35,7 @@ export class ActionArena {
   dueAt = new Float64Array(INITIAL_CAPACITY);
   next = new Int32Array(INITIAL_CAPACITY);
   prev = new Int32Array(INITIAL_CAPACITY);
-  /** A wheel bucket (>= 0), or FREE / READY / RUNNING. */
+  /** A wheel bucket (>= 0), or FREE / READY / RUNNING / ORPHANED. */
   where = new Int16Array(INITIAL_CAPACITY).fill(FREE);
   attempt = new Uint16Array(INITIAL_CAPACITY);
   /** Changes on every arming, so a delivery can be told from a later arming of the same slot. */

@@ -19,7 +19,7 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { DelayClock, SystemClock, TimerHandle } from '../../time/clock';
 import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
-import { ActionArena, ActionQueue, ArenaPayload, isBatch, READY, RUNNING } from './action-arena';
+import { ActionArena, ActionQueue, ArenaPayload, isBatch, ORPHANED, READY, RUNNING } from './action-arena';
 import { TimingWheel } from './timing-wheel';
 
 export interface WheelDriverOptions {
@@ -125,8 +125,10 @@ export class WheelDriver implements DelayDriver {
     const i = state?.index.get(key);
     if (state === undefined || i === undefined) return false;
     state.index.delete(key);
-    // A running action is left to its handler; its outcome will find it detached and drop it.
-    if (this.arena.where[i] !== RUNNING) {
+    // A running action is left to its handler; its outcome will find it orphaned and drop it.
+    if (this.arena.where[i] === RUNNING) {
+      this.arena.where[i] = ORPHANED;
+    } else {
       this.unfile(state, i);
       this.arena.free(i);
     }
@@ -288,6 +290,7 @@ export class WheelDriver implements DelayDriver {
       arena.dueAt[i] = dueAt;
       arena.rearm(i);
     } else {
+      if (existing !== undefined) arena.where[existing] = ORPHANED;
       i = arena.alloc(state.id, key, payload, dueAt);
       state.index.set(key, i);
     }
@@ -403,13 +406,13 @@ export class WheelDriver implements DelayDriver {
 
   private settle(state: TopicState, i: number, delivery: Delivery, outcome: DeliveryOutcome): void {
     const { arena } = this;
-    const detached = state.detached.has(i);
     // Cancelled or re-armed while running (arm() never reuses a running
     // entry): this outcome belongs to an arming that no longer exists.
-    if (!detached && state.index.get(delivery.key) !== i) {
+    if (arena.where[i] === ORPHANED) {
       arena.free(i);
       return;
     }
+    const detached = state.detached.has(i);
     const release = (): void => {
       if (detached) state.detached.delete(i);
       else state.index.delete(delivery.key);
