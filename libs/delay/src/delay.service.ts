@@ -185,7 +185,8 @@ function toPendingAction<TPayload>(action: StoredAction): PendingAction<TPayload
     topic: action.topic,
     key: action.key,
     payload: parsePayload(action.payload) as TPayload | undefined,
-    ...(action.items ? { items: action.items.map((item) => JSON.parse(item) as unknown) } : {}),
+    // A fixed shape (items present, maybe undefined) keeps this hot path monomorphic.
+    items: action.items ? action.items.map((item) => JSON.parse(item) as unknown) : undefined,
     dueAt: new Date(action.dueAt),
     attempt: action.attempt,
     state: action.state,
@@ -198,7 +199,8 @@ function toDeadAction<TPayload>(action: StoredDeadAction): DeadAction<TPayload> 
     topic: action.topic,
     key: action.key,
     payload: parsePayload(action.payload) as TPayload | undefined,
-    ...(action.items ? { items: action.items.map((item) => JSON.parse(item) as unknown) } : {}),
+    // A fixed shape (items present, maybe undefined) keeps this hot path monomorphic.
+    items: action.items ? action.items.map((item) => JSON.parse(item) as unknown) : undefined,
     dueAt: new Date(action.dueAt),
     attempts: action.attempts,
     error: action.error,
