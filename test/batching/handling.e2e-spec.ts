@@ -68,6 +68,9 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
     await expect(delay.redrive(R, 'shared')).rejects.toMatchObject({ code: 'ERR_DELAY_KIND_CONFLICT', key: 'shared' });
     expect((await delay.get(R, 'shared'))?.items).toEqual(['kept']);
     expect((await delay.listDead(R)).items.map((record) => [record.id, record.payload])).toEqual([['shared', { single: true }]]);
+    // redriveAll skips it (it stays dead) instead of failing or looping on it.
+    await expect(delay.redriveAll(R)).resolves.toBe(0);
+    expect(await delay.countDead(R)).toBe(1);
   });
 
   it('dead-letters a batch as one unit, keeps two dead batches of a key apart, and redrives one by its id', async () => {

@@ -4,8 +4,7 @@
 // handler started) go to the next batch, delivered apart; none is lost and
 // none is delivered twice.
 import type { BatchItem, StartEvent } from './support/protocol';
-import { TestRedisServer } from '../support/redis-server';
-import { Fleet, report, sleep } from './support/instances';
+import { fleetSuite, report, sleep } from './support/instances';
 
 const TOPIC = 'order.unpaid';
 const BATCH_TOPIC = 'webhook.batch';
@@ -15,21 +14,7 @@ const FIRST_WINDOW_MS = 400;
 const SECOND_WINDOW_MS = 1_500;
 const FIRST_SIZE = 6;
 
-let redis: TestRedisServer | undefined;
-let fleet: Fleet | undefined;
-
-beforeAll(async () => {
-  redis = await TestRedisServer.start();
-}, 20_000);
-
-afterEach(async () => {
-  await fleet?.dispose();
-  fleet = undefined;
-});
-
-afterAll(async () => {
-  await redis?.dispose();
-});
+const suite = fleetSuite();
 
 const idsOf = (items: readonly BatchItem[] | undefined): string[] => (items ?? []).map((item) => item.id);
 const runOf = (event: Pick<StartEvent, 'instance' | 'attempt' | 'items'>): { instance: string; attempt: number; ids: string[] } => ({
@@ -39,9 +24,7 @@ const runOf = (event: Pick<StartEvent, 'instance' | 'attempt' | 'items'>): { ins
 });
 
 it('with the Redis driver, a kill -9 during a batch\'s handler redelivers that batch whole', async () => {
-  const server = redis as TestRedisServer;
-  const current = new Fleet({ url: server.url, prefix: 'batch-crash', topic: TOPIC });
-  fleet = current;
+  const current = suite.fleet('batch-crash', TOPIC);
   const options = { consume: true, lease: `${LEASE_MS}ms`, batchTopic: BATCH_TOPIC };
   // A alone consumes at first, so the batch fires there.
   const a = await current.spawn('A', options);

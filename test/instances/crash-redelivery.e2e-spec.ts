@@ -1,32 +1,15 @@
 // kill -9 of an instance in the middle of a handler: the action's lease
 // expires and another instance runs it, once; the late-comer is acked and
 // nothing runs it a third time.
-import { TestRedisServer } from '../support/redis-server';
-import { Fleet, report, sleep } from './support/instances';
+import { fleetSuite, report, sleep } from './support/instances';
 
 const TOPIC = 'order.unpaid';
 const LEASE_MS = 2_000;
 
-let redis: TestRedisServer | undefined;
-let fleet: Fleet | undefined;
-
-beforeAll(async () => {
-  redis = await TestRedisServer.start();
-}, 20_000);
-
-afterEach(async () => {
-  await fleet?.dispose();
-  fleet = undefined;
-});
-
-afterAll(async () => {
-  await redis?.dispose();
-});
+const suite = fleetSuite();
 
 it('SIGKILL of the instance running a handler: another instance runs the action after the lease, once, and it is acked', async () => {
-  const server = redis as TestRedisServer;
-  const current = new Fleet({ url: server.url, prefix: 'crash', topic: TOPIC });
-  fleet = current;
+  const current = suite.fleet('crash', TOPIC);
   const [first, second] = await current.spawnAll(['c1', 'c2'], { consume: true, lease: `${LEASE_MS}ms` });
   const byName = new Map([first, second].map((instance) => [instance.name, instance]));
 

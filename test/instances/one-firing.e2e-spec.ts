@@ -2,8 +2,7 @@
 // topic of the Redis driver. With no crash, each action must run exactly
 // once (none lost, none twice), never before its due time, and the work
 // must be shared between the instances.
-import { TestRedisServer } from '../support/redis-server';
-import { Fleet, report, sleep, summary } from './support/instances';
+import { fleetSuite, report, sleep, summary } from './support/instances';
 import type { ScheduleItem } from './support/protocol';
 
 const TOPIC = 'order.unpaid';
@@ -11,27 +10,11 @@ const ACTIONS = 2_000;
 /** Due times are spread evenly over this window, which opens a little after scheduling starts. */
 const SPREAD_MS = 1_500;
 
-let redis: TestRedisServer | undefined;
-let fleet: Fleet | undefined;
-
-beforeAll(async () => {
-  redis = await TestRedisServer.start();
-}, 20_000);
-
-afterEach(async () => {
-  await fleet?.dispose();
-  fleet = undefined;
-});
-
-afterAll(async () => {
-  await redis?.dispose();
-});
+const suite = fleetSuite();
 
 describe.each([2, 3])('%i consumer instances (separate processes) on one topic', (consumers) => {
   it(`runs each of ${ACTIONS} actions exactly once, none before its due time, and spreads them across the instances`, async () => {
-    const server = redis as TestRedisServer;
-    const current = new Fleet({ url: server.url, prefix: `once-${consumers}`, topic: TOPIC });
-    fleet = current;
+    const current = suite.fleet(`once-${consumers}`, TOPIC);
     const names = Array.from({ length: consumers }, (_, n) => `c${n + 1}`);
     const [producer] = await Promise.all([current.spawn('producer', { consume: false }), current.spawnAll(names, { consume: true })]);
 

@@ -28,9 +28,8 @@
 //   gone (cancel false, reschedule null, keep created), it ran: nothing is lost;
 // - it is claimed within LATE_LIMIT_MS of its due time, and one that was due
 //   that long before being cancelled or superseded had run: no missed wake-up.
-import { TestRedisServer } from '../support/redis-server';
 import { checkKeyHistory, OpKind, OpRecord } from './support/history';
-import { Fleet, Instance, report, sleep, summary } from './support/instances';
+import { fleetSuite, Instance, report, sleep, summary } from './support/instances';
 import type { WorkerRequest } from './support/protocol';
 import { Random } from './support/random';
 
@@ -66,26 +65,10 @@ function plan(random: Random, producers: number): PlannedOp[][] {
   });
 }
 
-let redis: TestRedisServer | undefined;
-let fleet: Fleet | undefined;
-
-beforeAll(async () => {
-  redis = await TestRedisServer.start();
-}, 20_000);
-
-afterEach(async () => {
-  await fleet?.dispose();
-  fleet = undefined;
-});
-
-afterAll(async () => {
-  await redis?.dispose();
-});
+const suite = fleetSuite();
 
 it(`random interleavings from 2 producers against ${CONSUMERS} consumers: never after cancel, never early, none lost, none twice (seed ${SEED}; replay with DELAY_RANDOM_SEED=${SEED})`, async () => {
-  const server = redis as TestRedisServer;
-  const current = new Fleet({ url: server.url, prefix: `random-${SEED}`, topic: TOPIC });
-  fleet = current;
+  const current = suite.fleet(`random-${SEED}`, TOPIC);
   const producers = await current.spawnAll(['p1', 'p2'], { consume: false });
   await current.spawnAll(Array.from({ length: CONSUMERS }, (_, n) => `c${n + 1}`), { consume: true });
   const plans = plan(new Random(SEED), producers.length);

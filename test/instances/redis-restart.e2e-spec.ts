@@ -3,8 +3,7 @@
 // still runs exactly once after the restart (those that fell due while Redis
 // was down, and those due later), the runs acked before the kill never run
 // again, and the instances reconnect, wake-ups included, on their own.
-import { TestRedisServer } from '../support/redis-server';
-import { Fleet, report, sleep, summary } from './support/instances';
+import { fleetSuite, report, sleep, summary } from './support/instances';
 import type { ScheduleItem } from './support/protocol';
 
 const TOPIC = 'order.unpaid';
@@ -18,26 +17,11 @@ const LATER = 100;
 const AFTER = 50;
 const DOWN_MS = 1_500;
 
-let redis: TestRedisServer | undefined;
-let fleet: Fleet | undefined;
-
-beforeAll(async () => {
-  redis = await TestRedisServer.start({ appendonly: true });
-}, 20_000);
-
-afterEach(async () => {
-  await fleet?.dispose();
-  fleet = undefined;
-});
-
-afterAll(async () => {
-  await redis?.dispose();
-});
+const suite = fleetSuite({ appendonly: true });
 
 it('SIGKILL of redis-server (AOF, fsync always) and a restart: every pending action still runs exactly once', async () => {
-  const server = redis as TestRedisServer;
-  const current = new Fleet({ url: server.url, prefix: 'restart', topic: TOPIC });
-  fleet = current;
+  const server = suite.server();
+  const current = suite.fleet('restart', TOPIC);
   const [producer] = await Promise.all([current.spawn('producer', { consume: false }), current.spawnAll(['c1', 'c2'], { consume: true, lease: '2s' })]);
   const dueOf = new Map<string, number>();
   const batch = (name: string, size: number, from: number, step: number): ScheduleItem[] =>
@@ -98,9 +82,8 @@ it('SIGKILL of redis-server (AOF, fsync always) and a restart: every pending act
 }, 60_000);
 
 it('an action scheduled as soon as Redis is back, before idle consumers have reconnected, still runs once they do', async () => {
-  const server = redis as TestRedisServer;
-  const current = new Fleet({ url: server.url, prefix: 'reconnect', topic: TOPIC });
-  fleet = current;
+  const server = suite.server();
+  const current = suite.fleet('reconnect', TOPIC);
   // The producer reconnects at once; the consumers only 2.5 s after they lose Redis.
   const consumerReconnectMs = 2_500;
   const [producer] = await Promise.all([

@@ -1,33 +1,16 @@
 // Shutting an instance down (app.close()) while its handlers run: it stops
 // taking work and waits for them; with a shutdown timeout shorter than a
 // handler, the unfinished action is handed back and another instance runs it.
-import { TestRedisServer } from '../support/redis-server';
-import { Fleet, report, sleep } from './support/instances';
+import { fleetSuite, report, sleep } from './support/instances';
 
 const TOPIC = 'order.unpaid';
 /** How long the handler abandoned by a shutdown timeout runs. */
 const HOLD_MS = 3_000;
 
-let redis: TestRedisServer | undefined;
-let fleet: Fleet | undefined;
-
-beforeAll(async () => {
-  redis = await TestRedisServer.start();
-}, 20_000);
-
-afterEach(async () => {
-  await fleet?.dispose();
-  fleet = undefined;
-});
-
-afterAll(async () => {
-  await redis?.dispose();
-});
+const suite = fleetSuite();
 
 it('app.close() waits for the running handler (drain), and meanwhile new work goes to the other instance', async () => {
-  const server = redis as TestRedisServer;
-  const current = new Fleet({ url: server.url, prefix: 'drain', topic: TOPIC });
-  fleet = current;
+  const current = suite.fleet('drain', TOPIC);
   const [first, second] = await current.spawnAll(['c1', 'c2'], { consume: true });
   await first.call({ op: 'schedule', key: 'long', delay: 100, payload: { armId: 'long', holdMs: 1_500 } });
   await current.until(() => current.startsOf('long').length === 1, 10_000, 'the run of "long"');
@@ -59,9 +42,7 @@ it('app.close() waits for the running handler (drain), and meanwhile new work go
 }, 40_000);
 
 it('a shutdown timeout shorter than the handler hands the unfinished action back, and another instance runs it', async () => {
-  const server = redis as TestRedisServer;
-  const current = new Fleet({ url: server.url, prefix: 'handback', topic: TOPIC });
-  fleet = current;
+  const current = suite.fleet('handback', TOPIC);
   // This one does not exit after app.close(): its process must end by itself once the abandoned handler returns.
   const leaving = await current.spawn('c1', { consume: true, shutdownTimeout: '500ms', exitAfterClose: false });
   await leaving.call({ op: 'schedule', key: 'long', delay: 100, payload: { armId: 'long', holdMs: HOLD_MS } });

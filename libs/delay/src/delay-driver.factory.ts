@@ -1,4 +1,4 @@
-import { ResolvedDelayOptions } from './delay.module-definition';
+import { isDriverInstance, ResolvedDelayOptions } from './delay.module-definition';
 import { WheelDriver } from './drivers/wheel/wheel.driver';
 import { DelayDriver } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
@@ -10,7 +10,7 @@ import { DelayClock } from './time/clock';
  */
 export async function createDelayDriver(options: ResolvedDelayOptions, clock: DelayClock): Promise<DelayDriver> {
   const { driver } = options;
-  if (!('type' in driver)) return driver;
+  if (isDriverInstance(driver)) return driver;
   if (driver.type === 'redis') {
     const { RedisDriver } = await import('./drivers/redis/redis.driver');
     const redis = new RedisDriver(driver);

@@ -38,3 +38,23 @@ describe('DelayDispatcher', () => {
     expect(calls).toBe(0);
   });
 });
+
+describe('DelayDispatcher with a handler that throws something JSON cannot describe', () => {
+  it('retries it and never rejects', async () => {
+    const clock = new VirtualClock();
+    const registry = new DelayHandlerRegistry();
+    const cyclic: Record<string, unknown> = { big: 1n };
+    cyclic.self = cyclic;
+    registry.register({
+      topic: 'order.unpaid',
+      name: 'Handlers.onUnpaid',
+      options: { attempts: 3, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1 },
+      invoke: () => {
+        throw cyclic;
+      },
+    });
+    const dispatcher = new DelayDispatcher(registry, new DelayEventBus(clock), clock);
+    const outcome = await dispatcher.handle({ topic: 'order.unpaid', key: 'o-1', payload: undefined, dueAt: 0, firedAt: 0, attempt: 1, token: '1' });
+    expect(outcome).toEqual({ kind: 'retry', delayMs: 1_000, error: '[object Object]' });
+  });
+});

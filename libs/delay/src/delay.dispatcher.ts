@@ -4,6 +4,7 @@ import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry } from './delay-handler.registry';
 import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
+import { describeError } from './utils/describe-error';
 import { parsePayload } from './validation/action-input';
 
 /** How long an action waits when it reaches an instance that has no handler for it. */
@@ -58,7 +59,7 @@ export class DelayDispatcher implements DelayConsumer {
       this.events.emit(() => ({ type: 'completed', topic, key, attempt, size }));
       return { kind: 'completed' };
     } catch (thrown) {
-      const error = describe(thrown);
+      const error = describeError(thrown);
       this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
       if (attempt < handler.options.attempts) {
         const delayMs = backoffDelay(handler.options.backoff, attempt);
@@ -71,9 +72,4 @@ export class DelayDispatcher implements DelayConsumer {
       return { kind: 'dead', error };
     }
   }
-}
-
-function describe(thrown: unknown): string {
-  if (thrown instanceof Error) return thrown.message || thrown.name;
-  return typeof thrown === 'string' ? thrown : JSON.stringify(thrown) ?? String(thrown);
 }

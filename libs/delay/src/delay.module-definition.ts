@@ -6,12 +6,11 @@ import { BackoffOption, DelayHandlerOptions } from './interfaces/delay-handler-o
 import { DelayDriverConfig, DelayModuleOptions } from './interfaces/delay-module-options.interface';
 import { DelayClock } from './time/clock';
 import { Duration, parseDuration } from './time/duration';
+import { DEFAULT_HORIZON_MS } from './validation/due-time';
 
 export const {
   ConfigurableModuleClass: ConfigurableDelayModule,
   MODULE_OPTIONS_TOKEN: DELAY_MODULE_OPTIONS,
-  OPTIONS_TYPE: DELAY_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: DELAY_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<DelayModuleOptions>()
   .setClassMethodName('forRoot')
   .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
@@ -99,6 +98,7 @@ function collectHandlerOptions(options: DelayHandlerOptions, defaults: ResolvedH
 function resolveBackoff(backoff: BackoffOption, name: string, problems: string[]): ResolvedBackoff {
   if (typeof backoff === 'number' || typeof backoff === 'string') {
     const delayMs = duration(backoff, 0, name, problems);
+    if (delayMs > DEFAULT_HORIZON_MS) problems.push(`${name} must be at most 100 years`);
     return { type: 'fixed', delayMs, maxDelayMs: delayMs };
   }
   if (typeof backoff !== 'object' || backoff === null || (backoff.type !== 'fixed' && backoff.type !== 'exponential')) {
@@ -106,6 +106,7 @@ function resolveBackoff(backoff: BackoffOption, name: string, problems: string[]
     return BUILT_IN_DEFAULTS.backoff;
   }
   const delayMs = duration(backoff.delay, undefined, `${name}.delay`, problems);
+  if (delayMs > DEFAULT_HORIZON_MS) problems.push(`${name}.delay must be at most 100 years`);
   const maxDelayMs = backoff.type === 'exponential' && backoff.maxDelay !== undefined ? duration(backoff.maxDelay, undefined, `${name}.maxDelay`, problems) : backoff.type === 'fixed' ? delayMs : BUILT_IN_DEFAULTS.backoff.maxDelayMs;
   return { type: backoff.type, delayMs, maxDelayMs: Math.max(delayMs, maxDelayMs) };
 }
@@ -144,7 +145,7 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
   return { type: 'wheel' };
 }
 
-function isDriverInstance(driver: unknown): driver is DelayDriver {
+export function isDriverInstance(driver: unknown): driver is DelayDriver {
   return typeof driver === 'object' && driver !== null && typeof (driver as DelayDriver).schedule === 'function' && typeof (driver as DelayDriver).start === 'function';
 }
 

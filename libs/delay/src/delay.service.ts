@@ -3,6 +3,8 @@ import { Observable } from 'rxjs';
 import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from './delay.constants';
 import { ResolvedDelayOptions } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
+import { ActionKindConflictError } from './errors/action-kind-conflict.error';
+import { InvalidDurationError } from './errors/invalid-duration.error';
 import { InvalidScheduleOptionsError } from './errors/invalid-schedule-options.error';
 import { DelayDriver, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
 import { DelayEvent } from './interfaces/delay-event.interface';
@@ -24,7 +26,7 @@ export class DelayService {
     private readonly events: DelayEventBus,
   ) {}
 
-  /** scheduled / rescheduled / cancelled / fired / completed / failed / retrying / dead / redriven. */
+  /** scheduled / collected / rescheduled / cancelled / fired / completed / failed / retrying / dead / redriven. */
   get events$(): Observable<DelayEvent> {
     return this.events.events$;
   }
@@ -90,6 +92,8 @@ export class DelayService {
     if (item === undefined) throw new InvalidScheduleOptionsError('collect needs an item (undefined has no JSON form)');
     const windowMs = parseDuration(options.window);
     const maxWaitMs = options.maxWait === undefined ? undefined : parseDuration(options.maxWait);
+    if (windowMs > this.driver.horizonMs) throw new InvalidDurationError(options.window, "beyond the driver's horizon");
+    if (maxWaitMs !== undefined && maxWaitMs > this.driver.horizonMs) throw new InvalidDurationError(options.maxWait, "beyond the driver's horizon");
     const maxItems = options.maxItems ?? this.options.maxBatchItems;
     if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > this.options.maxBatchItems) {
       throw new InvalidScheduleOptionsError(`maxItems must be a whole number from 1 to ${this.options.maxBatchItems} (option maxBatchItems), got ${String(options.maxItems)}`);
@@ -127,7 +131,7 @@ export class DelayService {
     return action ? toPendingAction<TPayload>(action) : null;
   }
 
-  /** Pending actions of a topic, earliest due first. */
+  /** Pending actions of a topic: running ones first, then waiting ones by due time, then key. */
   async list<TPayload = unknown>(topic: string, page?: PageRequest): Promise<Page<PendingAction<TPayload>>> {
     validateTopic(topic);
     const request = validatePage(page);
@@ -158,23 +162,41 @@ export class DelayService {
     validateTopic(topic);
     validateDeadId(id);
     const redriven = await this.driver.redrive(topic, id);
-    if (redriven) this.events.emit(() => ({ type: 'redriven', topic, key: id }));
+    if (redriven) this.events.emit(() => ({ type: 'redriven', topic, key: keyOfDeadId(id) }));
     return redriven;
   }
 
-  /** Re-drives every dead action of a topic; returns how many. */
+  /**
+   * Re-drives every dead action of a topic; returns how many. One whose key
+   * has an open batch cannot come back now (ActionKindConflictError): it is
+   * left dead and the rest go on.
+   */
   async redriveAll(topic: string): Promise<number> {
     validateTopic(topic);
     let redriven = 0;
+    let skipped = 0;
     for (;;) {
-      const { items } = await this.listDead(topic, { offset: 0, limit: 100 });
-      let pass = 0;
-      for (const dead of items) if (await this.redrive(topic, dead.id)) pass++;
-      redriven += pass;
+      const { items } = await this.listDead(topic, { offset: skipped, limit: 100 });
+      let moved = 0;
+      for (const dead of items) {
+        try {
+          if (await this.redrive(topic, dead.id)) moved++;
+        } catch (error) {
+          if (!(error instanceof ActionKindConflictError)) throw error;
+          skipped++;
+        }
+      }
+      redriven += moved;
       // Stop when nothing is left, or when nothing could be moved (another instance got there first).
-      if (items.length === 0 || pass === 0) return redriven;
+      if (items.length === 0 || moved === 0) return redriven;
     }
   }
+}
+
+/** The key a dead id names: a dead batch's id is its key, U+001F and a token. */
+function keyOfDeadId(id: string): string {
+  const separator = id.indexOf('\u001f');
+  return separator < 0 ? id : id.slice(0, separator);
 }
 
 /** Entries in one scheduleMany call: bounded so one Lua call stays short (Redis runs nothing else meanwhile). */

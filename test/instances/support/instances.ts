@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as ts from 'typescript';
+import { RedisServerOptions, TestRedisServer } from '../../support/redis-server';
 import type { EndEvent, ReplyValue, StartEvent, WorkerConfig, WorkerMessage, WorkerReply, WorkerRequest } from './protocol';
 
 const REPO_ROOT = resolve(__dirname, '..', '..', '..');
@@ -251,4 +252,35 @@ export function summary(values: readonly number[]): { n: number; p50: number; p9
 /** Prints a figure of a test to the terminal (the suite's reports, not debugging output). */
 export function report(line: string): void {
   process.stdout.write(`  [instances] ${line}\n`);
+}
+
+/**
+ * Gives a spec file one redis-server of its own (for the whole file) and a
+ * fresh Fleet per test, whose processes are killed after the test even when
+ * it fails.
+ */
+export function fleetSuite(serverOptions: RedisServerOptions = {}): { server(): TestRedisServer; fleet(prefix: string, topic: string): Fleet } {
+  let redis: TestRedisServer | undefined;
+  let current: Fleet | undefined;
+  beforeAll(async () => {
+    redis = await TestRedisServer.start(serverOptions);
+  }, 20_000);
+  afterEach(async () => {
+    await current?.dispose();
+    current = undefined;
+  });
+  afterAll(async () => {
+    await redis?.dispose();
+  });
+  const server = (): TestRedisServer => {
+    if (!redis) throw new Error('the suite redis-server did not start');
+    return redis;
+  };
+  return {
+    server,
+    fleet: (prefix, topic) => {
+      current = new Fleet({ url: server().url, prefix, topic });
+      return current;
+    },
+  };
 }

@@ -1,8 +1,9 @@
 import { DelayError } from './delay.error';
 
 /**
- * `collect` on a key that has a single action pending, or `schedule` /
- * `reschedule` on a key whose batch is open: one key names one kind of thing.
+ * `collect` on a key that has a single action pending, or `schedule`,
+ * `reschedule` or the redrive of a single action on a key whose batch is
+ * open: one key names one kind of thing.
  */
 export class ActionKindConflictError extends DelayError {
   readonly code = 'ERR_DELAY_KIND_CONFLICT';

@@ -1,6 +1,6 @@
 import { DelayError } from './delay.error';
 
-/** A key that is not a string, is empty, or is longer than the limit. */
+/** A key that is not a string, is empty, is longer than the limit, or holds U+001F (reserved) or a lone surrogate. */
 export class InvalidKeyError extends DelayError {
   readonly code = 'ERR_DELAY_INVALID_KEY';
 

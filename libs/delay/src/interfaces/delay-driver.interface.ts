@@ -21,7 +21,7 @@ export interface DelayDriver {
   /** Moves an existing action, keeping its payload. Null if there is none. */
   reschedule(command: RescheduleCommand): Promise<StoredAction | null>;
   get(topic: string, key: string): Promise<StoredAction | null>;
-  /** Ordered by due time, then key. */
+  /** Running actions first, then waiting ones by due time, then key (code point order). */
   list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]>;
   count(topic: string): Promise<number>;
 

@@ -11,7 +11,7 @@ export const DEFAULT_HORIZON_MS = 100 * 365 * 86_400_000;
  */
 export function resolveDueAt(due: DueSpec, now: number, maxPastMs: number, horizonMs: number): number {
   const dueAt = 'delayMs' in due ? now + due.delayMs : due.atMs;
-  if (dueAt < now - maxPastMs) {
+  if (dueAt < now - maxPastMs || dueAt < 0) {
     throw new DueTimeOutOfRangeError(dueAt, `more than ${maxPastMs} ms in the past (option maxPast)`);
   }
   if (dueAt > now + horizonMs) {

@@ -1,6 +1,7 @@
 import IORedis, { Cluster, Redis, RedisOptions } from 'ioredis';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { RedisDriverConfig } from '../../interfaces/delay-module-options.interface';
+import { describeError } from '../../utils/describe-error';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
 
 export type RedisClient = Redis | Cluster;
@@ -35,7 +36,8 @@ export class RedisConnection {
       this.owned = true;
     }
     // ioredis logs unhandled 'error' events loudly; the driver reports failures through its calls instead.
-    this.client.on('error', () => undefined);
+    // A client the user gave stays as they set it up, their own listeners included.
+    if (this.owned) this.client.on('error', () => undefined);
     for (const script of Object.values(REDIS_SCRIPTS)) {
       this.client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua });
     }
@@ -46,7 +48,7 @@ export class RedisConnection {
       try {
         await this.client.connect();
       } catch (error) {
-        throw new DriverUnavailableError(`cannot connect to Redis: ${describe(error)}`, error);
+        throw new DriverUnavailableError(`cannot connect to Redis: ${describeError(error)}`, error);
       }
     }
   }
@@ -65,7 +67,7 @@ export class RedisConnection {
       return (await call.call(this.client, ...keys, ...args)) as T;
     } catch (error) {
       if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) throw error;
-      throw new DriverUnavailableError(`Redis did not answer ${name}: ${describe(error)}`, error);
+      throw new DriverUnavailableError(`Redis did not answer ${name}: ${describeError(error)}`, error);
     }
   }
 
@@ -75,9 +77,6 @@ export class RedisConnection {
   }
 }
 
-export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** Redis answered, with an error: a bug or bad data, not an outage. */
 function isReplyError(error: unknown): error is Error {

@@ -2,13 +2,16 @@ import { Logger } from '@nestjs/common';
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { InFlightTracker } from '../in-flight-tracker';
+import { runDelivery } from '../run-delivery';
+import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { isBatchEnvelope, keyOfMember, parseEnvelope, parseItems } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
 
-/** How long to wait before trying Redis again after a failed round trip. */
-const RETRY_MIN_MS = 100;
-const RETRY_MAX_MS = 2_000;
+/** How long to wait before trying Redis again after `failures` failed round trips: 200 ms doubling to 2 s. */
+function retryDelay(failures: number): number {
+  return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
+}
 
 export interface TopicConsumerSettings {
   readonly topic: string;
@@ -41,6 +44,7 @@ export class RedisTopicConsumer {
   /** member, token pairs of completed runs waiting for the next ack flush. */
   private acks: string[] = [];
   private ackFlush: Promise<void> | undefined;
+  private claimQueued = false;
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -129,24 +133,33 @@ export class RedisTopicConsumer {
     const nextAt = Math.min(next < 0 ? Infinity : next, this.wakeDuringClaim);
     this.backlog = (limit > 0 && claimed === limit) || (limit <= 0 && nextAt <= now);
     if (this.claimAgain || (this.backlog && this.hasRoom())) {
-      setImmediate(() => void this.claim());
+      this.queueClaim();
     } else if (!this.backlog && nextAt !== Infinity) {
       this.armAt(nextAt);
     }
   }
 
-  /** Enough free handler slots to make a claim round trip worth it. */
+  /** A free handler slot. Completions in one event-loop turn share one claim (see queueClaim). */
   private hasRoom(): boolean {
-    const free = this.settings.concurrency - this.running.size;
-    return this.running.size === 0 || free >= Math.max(1, Math.floor(Math.min(this.settings.concurrency, this.settings.claimBatch) / 2));
+    return this.running.size < this.settings.concurrency;
+  }
+
+  /** One claim for every slot freed in this turn of the event loop, not one per slot. */
+  private queueClaim(): void {
+    if (this.claimQueued) return;
+    this.claimQueued = true;
+    setImmediate(() => {
+      this.claimQueued = false;
+      void this.claim();
+    });
   }
 
   private retryLater(error: unknown): void {
     if (this.stopped) return;
     this.failures++;
-    const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(this.failures, 6));
+    const delay = retryDelay(this.failures);
     if (this.failures === 1 || this.failures % 20 === 0) {
-      this.logger.warn(`Claiming "${this.settings.topic}" failed (${error instanceof Error ? error.message : String(error)}); retrying`);
+      this.logger.warn(`Claiming "${this.settings.topic}" failed (${describeError(error)}); retrying`);
     }
     this.armAt(Date.now() + this.clockSkew.value + delay);
   }
@@ -171,12 +184,11 @@ export class RedisTopicConsumer {
     };
     this.running.set(delivery, member);
     this.inFlight.enter();
-    void this.consumer
-      .handle(delivery)
+    void runDelivery(this.consumer, delivery)
       .then((outcome) => {
         // The handler slot frees as soon as the handler is done; its ack travels with others.
         this.running.delete(delivery);
-        if (!this.stopped && this.backlog && this.hasRoom()) void this.claim();
+        if (!this.stopped && this.backlog) this.queueClaim();
         return this.settle(delivery, member, outcome);
       })
       .finally(() => this.inFlight.leave());
@@ -186,7 +198,7 @@ export class RedisTopicConsumer {
     const { keys } = this.settings;
     const what = `"${this.settings.topic}" / "${delivery.key}"`;
     if (outcome.kind === 'completed') return this.ack(member, delivery.token);
-    if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active], [member, delivery.token, outcome.delayMs, keys.wake], what);
+    if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq], [member, delivery.token, outcome.delayMs, keys.wake], what);
     return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [member, delivery.token, outcome.error, keys.itemsPrefix], what);
   }
 
@@ -218,10 +230,10 @@ export class RedisTopicConsumer {
       } catch (error) {
         // A connection closed at shutdown never comes back: retrying would only keep the process alive.
         if (!(error instanceof DriverUnavailableError) || attempt >= 50 || this.connection.client.status === 'end') {
-          this.logger.error(`Could not record the outcome of ${what}: ${error instanceof Error ? error.message : String(error)}; it will run again when its lease expires`);
+          this.logger.error(`Could not record the outcome of ${what}: ${describeError(error)}; it will run again when its lease expires`);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, Math.min(RETRY_MAX_MS, RETRY_MIN_MS * attempt)));
+        await new Promise((resolve) => setTimeout(resolve, retryDelay(attempt)));
       }
     }
   }

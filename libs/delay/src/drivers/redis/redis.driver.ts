@@ -20,7 +20,8 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { parseDuration } from '../../time/duration';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
-import { describe, RedisClient, RedisConnection } from './redis-connection';
+import { describeError } from '../../utils/describe-error';
+import { RedisClient, RedisConnection } from './redis-connection';
 import { parseDeadRecord, toStoredAction } from './redis-envelope';
 import { TopicKeys, topicKeys } from './redis-keys';
 import { RedisTopicConsumer } from './redis-topic-consumer';
@@ -217,6 +218,7 @@ export class RedisDriver implements DelayDriver {
   }
 
   async close(): Promise<void> {
+    for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.subscriber?.disconnect();
     await this.connection.close();
@@ -248,7 +250,7 @@ export class RedisDriver implements DelayDriver {
     try {
       return await call();
     } catch (error) {
-      throw new DriverUnavailableError(`Redis did not answer: ${describe(error)}`, error);
+      throw new DriverUnavailableError(`Redis did not answer: ${describeError(error)}`, error);
     }
   }
 
@@ -258,7 +260,7 @@ export class RedisDriver implements DelayDriver {
       const keys = this.keys(topic);
       const pairs = topicConsumer.memberTokenPairs();
       await this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...pairs]).catch((error: unknown) => {
-        this.logger.warn(`Could not renew leases: ${describe(error)}`);
+        this.logger.warn(`Could not renew leases: ${describeError(error)}`);
       });
     }
   }
@@ -272,7 +274,7 @@ export class RedisDriver implements DelayDriver {
       const released = await this.connection
         .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
         .catch((error: unknown) => {
-          this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describe(error)}`);
+          this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
           return 0;
         });
       this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topic}" handed back to Redis`);

@@ -19,6 +19,7 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { DelayClock, SystemClock, TimerHandle } from '../../time/clock';
 import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { runDelivery } from '../run-delivery';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, ORPHANED, READY, RUNNING } from './action-arena';
 import { TimingWheel } from './timing-wheel';
 
@@ -247,17 +248,18 @@ export class WheelDriver implements DelayDriver {
     if (!emptied) {
       this.logger.warn(`${this.inFlight.size} delay handler(s) still running after the ${timeoutMs} ms shutdown timeout`);
     }
-    let pending = 0;
-    for (const state of this.topics.values()) pending += state.index.size + state.detached.size;
-    if (pending > 0) {
-      this.logger.warn(`${pending} pending delayed action(s) are dropped: the wheel driver keeps actions in memory only`);
-    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.dispatching = false;
     this.disarmTimer();
+    // Counted at close, not at drain: handlers finishing during the drain may have scheduled more.
+    let pending = 0;
+    for (const state of this.topics.values()) pending += state.index.size + state.detached.size;
+    if (pending > 0) {
+      this.logger.warn(`${pending} pending delayed action(s) are dropped: the wheel driver keeps actions in memory only`);
+    }
   }
 
   /** Resolves once no handler runs and no dispatch is queued (used by the virtual clock). */
@@ -396,7 +398,7 @@ export class WheelDriver implements DelayDriver {
       attempt: arena.attempt[i],
       token: String(arena.token[i]),
     };
-    void consumer.handle(delivery).then((outcome) => {
+    void runDelivery(consumer, delivery).then((outcome) => {
       state.running--;
       this.settle(state, i, delivery, outcome);
       this.inFlight.leave();
@@ -430,7 +432,6 @@ export class WheelDriver implements DelayDriver {
       case 'dead': {
         // A key can have several dead batches, so a batch is filed under key + token.
         const id = delivery.items ? `${delivery.key}\u001f${delivery.token}` : delivery.key;
-        state.dead.delete(id);
         state.dead.set(id, {
           id,
           topic: state.name,

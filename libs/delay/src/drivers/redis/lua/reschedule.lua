@@ -27,7 +27,7 @@ if string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {-3, '', now} end
 
 local dueAt
 if ARGV[2] == 'delay' then dueAt = now + tonumber(ARGV[3]) else dueAt = tonumber(ARGV[3]) end
-if dueAt < now - tonumber(ARGV[4]) then return {-1, tostring(dueAt), now} end
+if dueAt < 0 or dueAt < now - tonumber(ARGV[4]) then return {-1, tostring(dueAt), now} end
 if dueAt > now + tonumber(ARGV[5]) then return {-2, tostring(dueAt), now} end
 
 local _, attempt, _, payload = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')

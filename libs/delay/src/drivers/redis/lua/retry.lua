@@ -1,9 +1,12 @@
 --[[
-retry: puts a failed run back, due after the backoff, as the next attempt.
+retry: puts a failed run back, due after the backoff, as the next attempt,
+under a new token: if this call is replayed (its reply was lost and the
+caller tried again), the replay finds the token changed and does nothing.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
+KEYS[4] seq STRING
 ARGV[1] key
 ARGV[2] token of the run
 ARGV[3] backoff, ms
@@ -20,7 +23,8 @@ if not envelope then return 0 end
 local token, attempt, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
 if token ~= ARGV[2] then return 0 end
 local dueAt = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[2], key, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. b36(dueAt) .. '|' .. payload)
+local fresh = b36(redis.call('INCR', KEYS[4]))
+redis.call('HSET', KEYS[2], key, fresh .. '|' .. (tonumber(attempt) + 1) .. '|' .. b36(dueAt) .. '|' .. payload)
 redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], dueAt, key)
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)

@@ -30,7 +30,7 @@ for n = 1, entries do
   local base = 3 + (n - 1) * 5
   local dueAt
   if ARGV[base + 2] == 'delay' then dueAt = now + tonumber(ARGV[base + 3]) else dueAt = tonumber(ARGV[base + 3]) end
-  if dueAt < now - maxPast then return {now, -1, n, tostring(dueAt)} end
+  if dueAt < 0 or dueAt < now - maxPast then return {now, -1, n, tostring(dueAt)} end
   if dueAt > now + horizon then return {now, -2, n, tostring(dueAt)} end
   local existing = redis.call('HGET', KEYS[2], ARGV[base + 1])
   if existing and string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {now, -3, n, ''} end

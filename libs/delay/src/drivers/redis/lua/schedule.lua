@@ -28,7 +28,7 @@ local key = ARGV[1]
 
 local dueAt
 if ARGV[2] == 'delay' then dueAt = now + tonumber(ARGV[3]) else dueAt = tonumber(ARGV[3]) end
-if dueAt < now - tonumber(ARGV[6]) then return {-1, tostring(dueAt), now} end
+if dueAt < 0 or dueAt < now - tonumber(ARGV[6]) then return {-1, tostring(dueAt), now} end
 if dueAt > now + tonumber(ARGV[7]) then return {-2, tostring(dueAt), now} end
 
 local existing = redis.call('HGET', KEYS[2], key)

@@ -2,6 +2,7 @@
 -- time in ms instead of 13, which keeps a typical envelope inside a smaller
 -- allocation class (see BENCHMARKS.md, memory per action).
 local function b36(n)
+  if n < 0 then error('nestjs-delay: a time before 1970 cannot be stored') end
   local digits = '0123456789abcdefghijklmnopqrstuvwxyz'
   local text = ''
   n = math.floor(n)
