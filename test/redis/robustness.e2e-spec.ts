@@ -49,8 +49,8 @@ describe('Redis driver robustness', () => {
   it('keeps using a free handler slot while long handlers hold the others', async () => {
     app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'slots' } }, [Holder]);
     const delay = app.get(DelayService);
-    holder = app.get(Holder);
-    const running = holder;
+    const running = app.get(Holder);
+    holder = running;
     // Three of four slots taken for as long as the test lasts; ten quick actions fall due behind them.
     await delay.scheduleMany(SLOW, ['hold-1', 'hold-2', 'hold-3'].map((key) => ({ key, delay: 10 })));
     await pollUntil(async () => (await delay.list(SLOW)).items.filter((action) => action.state === 'running').length === 3, 'the holders run', 2_000);
