@@ -6,7 +6,7 @@ import { DelayEventBus } from './delay-event.bus';
 import { ActionKindConflictError } from './errors/action-kind-conflict.error';
 import { InvalidDurationError } from './errors/invalid-duration.error';
 import { InvalidScheduleOptionsError } from './errors/invalid-schedule-options.error';
-import { DelayDriver, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
+import { DelayDriver, ScheduleCommand, ScheduleResult, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
 import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
 import { BatchStatus, CollectOptions, DueTime, ScheduleEntry, ScheduleOptions } from './interfaces/schedule-options.interface';
@@ -38,16 +38,9 @@ export class DelayService {
    */
   async schedule<TPayload = unknown>(topic: string, key: string, options: ScheduleOptions<TPayload>): Promise<PendingAction<TPayload>> {
     validateTopic(topic);
-    validateKey(key);
-    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('options are required, e.g. { delay: "30m" }');
-    const due = toDueSpec(options);
-    const ifExists = validateIfExists(options.ifExists);
-    const payload = serializePayload(options.payload, this.options.maxPayloadBytes);
-    const { action, outcome } = await this.driver.schedule({ topic, key, due, payload, ifExists, maxPastMs: this.options.maxPastMs });
-    if (outcome !== 'kept') {
-      this.events.emit(() => ({ type: 'scheduled', topic, key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
-    }
-    return toPendingAction<TPayload>(action);
+    const entry = this.toEntry(key, options);
+    const result = await this.driver.schedule({ topic, ...entry, maxPastMs: this.options.maxPastMs });
+    return this.scheduled<TPayload>(result);
   }
 
   /**
@@ -60,22 +53,29 @@ export class DelayService {
     if (!Array.isArray(entries)) throw new InvalidScheduleOptionsError('scheduleMany takes an array of entries');
     if (entries.length > MAX_SCHEDULE_MANY) throw new InvalidScheduleOptionsError(`scheduleMany takes at most ${MAX_SCHEDULE_MANY} entries, got ${entries.length}`);
     if (entries.length === 0) return [];
-    const commands = entries.map((entry) => {
-      if (typeof entry !== 'object' || entry === null) throw new InvalidScheduleOptionsError('each entry is { key, delay or at, payload?, ifExists? }');
-      return {
-        key: validateKey(entry.key),
-        due: toDueSpec(entry),
-        ifExists: validateIfExists(entry.ifExists),
-        payload: serializePayload(entry.payload, this.options.maxPayloadBytes),
-      };
-    });
+    const commands = entries.map((entry) => this.toEntry(typeof entry === 'object' && entry !== null ? entry.key : undefined, entry));
     const results = await this.driver.scheduleMany({ topic, entries: commands, maxPastMs: this.options.maxPastMs });
-    return results.map(({ action, outcome }) => {
-      if (outcome !== 'kept') {
-        this.events.emit(() => ({ type: 'scheduled', topic, key: action.key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
-      }
-      return toPendingAction<TPayload>(action);
-    });
+    return results.map((result) => this.scheduled<TPayload>(result));
+  }
+
+  /** Checks one schedule's key and options and serialises its payload: what a driver's schedule takes. */
+  private toEntry(key: unknown, options: ScheduleOptions | undefined): Omit<ScheduleCommand, 'topic' | 'maxPastMs'> {
+    const validKey = validateKey(key);
+    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('options are required, e.g. { delay: "30m" }');
+    return {
+      key: validKey,
+      due: toDueSpec(options),
+      ifExists: validateIfExists(options.ifExists),
+      payload: serializePayload(options.payload, this.options.maxPayloadBytes),
+    };
+  }
+
+  /** Reports a driver's schedule result: an event unless it was kept, and the action as the caller sees it. */
+  private scheduled<TPayload>({ action, outcome }: ScheduleResult): PendingAction<TPayload> {
+    if (outcome !== 'kept') {
+      this.events.emit(() => ({ type: 'scheduled', topic: action.topic, key: action.key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
+    }
+    return toPendingAction<TPayload>(action);
   }
 
   /**
