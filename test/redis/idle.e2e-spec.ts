@@ -1,9 +1,8 @@
-import { INestApplication } from '@nestjs/common';
 import IORedis from 'ioredis';
 import { DelayService } from 'nestjs-delay';
-import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { Probe, TOPIC } from '../conformance/support/probe';
-import { TestRedisServer } from '../support/redis-server';
+import { redisAppSuite } from './support/redis-app-suite';
 
 /** Commands the server ran since the last CONFIG RESETSTAT, by name, leaving out our own INFO and CONFIG. */
 async function commandStats(raw: IORedis): Promise<Record<string, number>> {
@@ -17,39 +16,24 @@ async function commandStats(raw: IORedis): Promise<Record<string, number>> {
 
 /** A consumer with nothing due sleeps: no polling, it waits for the next due time or a wake message. */
 describe('Redis driver: an idle consumer', () => {
-  let redis: TestRedisServer;
-  let raw: IORedis;
-  let app: INestApplication | undefined;
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    raw = new IORedis(redis.url);
-  });
-  afterAll(async () => {
-    await raw.quit();
-    await redis.dispose();
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-  });
+  const suite = redisAppSuite();
 
   it('issues no Redis command for a second while nothing is due, and still wakes for new work', async () => {
-    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'idle' }, shutdownTimeout: '1s' }, [Probe]);
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'idle' }, shutdownTimeout: '1s' }, [Probe]);
     const delay = app.get(DelayService);
     const probe = app.get(Probe);
     // Something pending an hour out: the consumer holds a timer for it, and must not poll meanwhile.
     await delay.schedule(TOPIC.basic, 'later', { delay: '1h' });
     await sleep(100);
 
-    await raw.config('RESETSTAT');
+    await suite.raw().config('RESETSTAT');
     await sleep(1_000);
-    expect(await commandStats(raw)).toEqual({});
+    expect(await commandStats(suite.raw())).toEqual({});
 
     // The measurement sees commands when there are some: a new action wakes the consumer and runs.
     await delay.schedule(TOPIC.basic, 'now', { delay: 50 });
     await pollUntil(() => probe.calls.length === 1, 'the new action', 2_000);
-    const busy = await commandStats(raw);
+    const busy = await commandStats(suite.raw());
     expect(Object.values(busy).reduce((sum, calls) => sum + calls, 0)).toBeGreaterThan(0);
     expect(probe.calls.map((call) => call.key)).toEqual(['now']);
   });

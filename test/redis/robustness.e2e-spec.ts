@@ -1,9 +1,8 @@
-import { INestApplication, Injectable } from '@nestjs/common';
-import IORedis from 'ioredis';
+import { Injectable } from '@nestjs/common';
 import { DelayContext, DelayService, OnDelayExpired } from 'nestjs-delay';
 import { REDIS_SCRIPTS } from '../../libs/delay/src/drivers/redis/redis-scripts.generated';
-import { bootDelayApp, pollUntil } from '../conformance/support/driver-fixture';
-import { TestRedisServer } from '../support/redis-server';
+import { pollUntil } from '../conformance/support/driver-fixture';
+import { redisAppSuite } from './support/redis-app-suite';
 
 const SLOW = 'robust.slow';
 
@@ -26,51 +25,38 @@ class Holder {
 }
 
 describe('Redis driver robustness', () => {
-  let redis: TestRedisServer;
-  let raw: IORedis;
-  let app: INestApplication | undefined;
-  let holder: Holder | undefined;
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    raw = new IORedis(redis.url);
-  });
-  afterAll(async () => {
-    await raw.quit();
-    await redis.dispose();
-  });
-  afterEach(async () => {
-    holder?.letGo();
-    await app?.close();
-    app = undefined;
-    holder = undefined;
-  });
+  const suite = redisAppSuite();
 
   it('keeps using a free handler slot while long handlers hold the others', async () => {
-    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'slots' } }, [Holder]);
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'slots' } }, [Holder]);
     const delay = app.get(DelayService);
     const running = app.get(Holder);
-    holder = running;
+    try {
     // Three of four slots taken for as long as the test lasts; ten quick actions fall due behind them.
     await delay.scheduleMany(SLOW, ['hold-1', 'hold-2', 'hold-3'].map((key) => ({ key, delay: 10 })));
     await pollUntil(async () => (await delay.list(SLOW)).items.filter((action) => action.state === 'running').length === 3, 'the holders run', 2_000);
     await delay.scheduleMany(SLOW, Array.from({ length: 10 }, (_, n) => ({ key: `quick-${n}`, delay: 20 })));
     await pollUntil(() => running.finished.length === 10, 'the quick actions, through the one free slot', 3_000);
-    expect(running.finished.every((key) => key.startsWith('quick'))).toBe(true);
+      expect(running.finished.every((key) => key.startsWith('quick'))).toBe(true);
+    } finally {
+      // Released before the suite closes the app, so its drain does not wait for the holders.
+      running.letGo();
+    }
   });
 
   it('refuses a due time before 1970 even when maxPast would reach it, and Redis stays responsive', async () => {
-    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'past' }, maxPast: '100y' }, []);
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'past' }, maxPast: '100y' }, []);
     const delay = app.get(DelayService);
     await expect(delay.schedule('robust.past', 'k', { at: -1_000 })).rejects.toMatchObject({ code: 'ERR_DELAY_DUE_TIME_OUT_OF_RANGE' });
     await expect(delay.scheduleMany('robust.past', [{ key: 'k', at: -1_000 }])).rejects.toMatchObject({ code: 'ERR_DELAY_DUE_TIME_OUT_OF_RANGE' });
-    expect(await raw.ping()).toBe('PONG');
+    expect(await suite.raw().ping()).toBe('PONG');
     expect(await delay.count('robust.past')).toBe(0);
   });
 
   it('a retry replayed after a lost reply changes nothing (it re-arms under a new token)', async () => {
     const script = REDIS_SCRIPTS.retry;
     const keys = ['t:{r}:due', 't:{r}:env', 't:{r}:active', 't:{r}:seq'];
+    const raw = suite.raw();
     await raw.hset(keys[1], 'k', 'tok|1|0|{"a":1}');
     await raw.zadd(keys[2], Date.now() + 30_000, 'k');
     const run = (): Promise<unknown> => raw.eval(script.lua, script.numberOfKeys, ...keys, 'k', 'tok', 1_000, 't:{r}:wake');

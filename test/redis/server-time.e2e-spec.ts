@@ -1,9 +1,7 @@
-import { INestApplication } from '@nestjs/common';
-import IORedis from 'ioredis';
 import { DelayService } from 'nestjs-delay';
-import { bootDelayApp, pollUntil } from '../conformance/support/driver-fixture';
+import { pollUntil } from '../conformance/support/driver-fixture';
 import { Probe, TOPIC } from '../conformance/support/probe';
-import { TestRedisServer } from '../support/redis-server';
+import { redisAppSuite } from './support/redis-app-suite';
 
 const HOUR = 3_600_000;
 
@@ -30,26 +28,13 @@ const ALL_BUT_DATE = [
  * instance whose clock is an hour off still schedules, and fires, on time.
  */
 describe("Redis driver: due times come from Redis's TIME, not the process clock", () => {
-  let redis: TestRedisServer;
-  let raw: IORedis;
-  let app: INestApplication | undefined;
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    raw = new IORedis(redis.url);
-  });
-  afterAll(async () => {
-    await raw.quit();
-    await redis.dispose();
-  });
-  afterEach(async () => {
+  const suite = redisAppSuite();
+  afterEach(() => {
     jest.useRealTimers();
-    await app?.close();
-    app = undefined;
   });
 
   async function serverTime(): Promise<number> {
-    const [seconds, micros] = await raw.time();
+    const [seconds, micros] = await suite.raw().time();
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
@@ -57,7 +42,7 @@ describe("Redis driver: due times come from Redis's TIME, not the process clock"
     ['an hour fast', HOUR],
     ['an hour slow', -HOUR],
   ])('schedules and fires on Redis time while the process clock is %s', async (_label, skewMs) => {
-    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: `skew${skewMs > 0 ? 'fast' : 'slow'}` }, shutdownTimeout: '1s' }, [Probe]);
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: `skew${skewMs > 0 ? 'fast' : 'slow'}` }, shutdownTimeout: '1s' }, [Probe]);
     const delay = app.get(DelayService);
     const probe = app.get(Probe);
 
