@@ -13,8 +13,8 @@ ARGV[4] items key prefix
 
 Returns 1 if buried, 0 if the token no longer matches.
 ]]
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--@include clock
+local now = serverNow()
 local key = ARGV[1]
 local envelope = redis.call('HGET', KEYS[1], key)
 if not envelope then return 0 end

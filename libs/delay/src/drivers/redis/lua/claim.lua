@@ -20,9 +20,9 @@ Returns {now, next, member1, envelope1, items1, member2, ...}
   next: when this topic next needs a look (earliest due time or lease
   expiry left), -1 if nothing is pending. itemsN is '' for a single action.
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local limit = tonumber(ARGV[1])
 local leaseUntil = now + tonumber(ARGV[2])
 local itemsPrefix = ARGV[3]

@@ -25,9 +25,9 @@ ARGV[8] items key prefix
 Returns {status, size, dueAt, now}
   status 1 opened, 2 joined, 3 flushed (this item filled it), -3 the key has a single action pending
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local key = ARGV[1]
 local window = tonumber(ARGV[3])
 local maxWait = tonumber(ARGV[4])

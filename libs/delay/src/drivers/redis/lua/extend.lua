@@ -8,8 +8,8 @@ ARGV[2], ARGV[3], ...: key, token pairs
 
 Returns how many leases were renewed (a cancelled or re-armed run is not).
 ]]
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+--@include clock
+local now = serverNow()
 local leaseUntil = now + tonumber(ARGV[1])
 local renewed = 0
 for i = 2, #ARGV, 2 do

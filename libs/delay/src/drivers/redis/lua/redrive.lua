@@ -16,9 +16,9 @@ ARGV[3] items key prefix
 Returns 1 if re-driven, 0 if there was no such dead action, -3 if it is a
 single action and its key has an open batch (nothing changes).
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local key = ARGV[1]
 local record = redis.call('HGET', KEYS[5], key)
 if not record then return 0 end

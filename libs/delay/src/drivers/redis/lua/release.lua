@@ -11,9 +11,9 @@ ARGV[2], ARGV[3], ...: key, token pairs
 
 Returns how many runs were handed back.
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local released = 0
 for i = 2, #ARGV, 2 do
   local key = ARGV[i]

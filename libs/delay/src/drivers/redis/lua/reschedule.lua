@@ -16,9 +16,9 @@ Returns {status, envelope, now}
   status 1 moved, 0 no such action, -1 too far in the past, -2 beyond the horizon,
          -3 the key has an open batch (from collect)
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local key = ARGV[1]
 
 local existing = redis.call('HGET', KEYS[2], key)

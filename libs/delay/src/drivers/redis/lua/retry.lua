@@ -14,9 +14,9 @@ ARGV[4] wake channel
 
 Returns 1 if re-queued, 0 if the token no longer matches.
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local key = ARGV[1]
 local envelope = redis.call('HGET', KEYS[2], key)
 if not envelope then return 0 end

@@ -18,9 +18,9 @@ Returns {now, status1, envelope1, running1, status2, ...}
   nothing was written: code -1 too far in the past, -2 beyond the horizon,
   -3 its key has an open batch (from collect).
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local maxPast = tonumber(ARGV[1])
 local horizon = tonumber(ARGV[2])
 

@@ -21,9 +21,9 @@ Returns {status, envelope, now, running}
          -3 the key has an open batch (from collect)
 Time is the Redis server's (TIME), never the caller's.
 ]]
+--@include clock
 --@include encoding
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = serverNow()
 local key = ARGV[1]
 
 local dueAt
