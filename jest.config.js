@@ -4,7 +4,12 @@
 /** @type {import('jest').Config} */
 const shared = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': 'ts-jest' },
+  transform: {
+    '^.+\\.ts$': 'ts-jest',
+    '/node_modules/.+\\.js$': '<rootDir>/test/support/esm-interop.transformer.js',
+  },
+  // Nest 12's packages are ES modules: see test/support/esm-interop.transformer.js.
+  transformIgnorePatterns: [],
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
     '^nestjs-delay$': '<rootDir>/libs/delay/src',

@@ -1,8 +1,8 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { DelayClock } from '../time/clock';
 import { Duration } from '../time/duration';
 import { DelayDriver } from './delay-driver.interface';
 import { DelayHandlerOptions } from './delay-handler-options.interface';
+import { RedisClientLike, RedisConnectionOptions } from './redis-client.interface';
 
 /** The in-memory driver (the default). */
 export interface WheelDriverConfig {
@@ -21,12 +21,12 @@ export interface RedisDriverConfig {
   /** e.g. 'redis://localhost:6379/0'. */
   readonly url?: string;
   /** ioredis options (host, port, password, tls, ...). */
-  readonly options?: RedisOptions;
+  readonly options?: RedisConnectionOptions;
   /**
    * An existing ioredis client or Cluster. The driver duplicates it for its
    * subscriber connection and leaves it open at shutdown: it is yours.
    */
-  readonly client?: Redis | Cluster;
+  readonly client?: RedisClientLike;
   /** Prefix of every key, so several apps can share one Redis. Default 'delay'. */
   readonly prefix?: string;
   /** How long a claimed action is leased to this instance; running handlers renew it. Default '30s'. */

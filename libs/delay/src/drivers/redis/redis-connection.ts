@@ -29,10 +29,10 @@ export class RedisConnection {
 
   constructor(config: RedisDriverConfig) {
     if (config.client) {
-      this.client = config.client;
+      this.client = config.client as RedisClient;
       this.owned = false;
     } else {
-      this.client = config.url ? new IORedis(config.url, FAIL_FAST) : new IORedis({ ...config.options, ...FAIL_FAST });
+      this.client = config.url ? new IORedis(config.url, FAIL_FAST) : new IORedis({ ...(config.options as RedisOptions), ...FAIL_FAST });
       this.owned = true;
     }
     // ioredis logs unhandled 'error' events loudly; the driver reports failures through its calls instead.
@@ -55,7 +55,7 @@ export class RedisConnection {
 
   /** A second connection for pub/sub, configured like the first, connected. */
   async duplicate(): Promise<RedisClient> {
-    const subscriber = this.client.duplicate();
+    const subscriber = (this.client as Redis).duplicate() as RedisClient;
     subscriber.on('error', () => undefined);
     if (subscriber.status === 'wait') await subscriber.connect();
     return subscriber;

@@ -141,7 +141,7 @@ export class RedisDriver implements DelayDriver {
 
   async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
     const keys = this.keys(topic);
-    const members = await this.command(() => this.connection.client.zrange(keys.deadIndex, page.offset, page.offset + page.limit - 1));
+    const members = await this.command(() => this.connection.client.zrange(keys.deadIndex, page.offset, String(page.offset + page.limit - 1)));
     if (members.length === 0) return [];
     const records = await this.command(() => this.connection.client.hmget(keys.dead, ...members));
     return members.flatMap((member, n) => {
