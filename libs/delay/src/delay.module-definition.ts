@@ -139,6 +139,23 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
     if (driver.claimBatch !== undefined && positiveInteger(driver.claimBatch, 1, 'driver.claimBatch', problems) > 1000) {
       problems.push('driver.claimBatch must be at most 1000');
     }
+    if (driver.commandTimeout !== undefined && duration(driver.commandTimeout, undefined, 'driver.commandTimeout', problems) < 100) {
+      problems.push('driver.commandTimeout must be at least 100ms');
+    }
+    if (driver.wakeCheck !== undefined && duration(driver.wakeCheck, undefined, 'driver.wakeCheck', problems) < 100) {
+      problems.push('driver.wakeCheck must be at least 100ms');
+    }
+    if (driver.waitForReplicas !== undefined) {
+      const wait: unknown = driver.waitForReplicas;
+      if (typeof wait !== 'object' || wait === null) problems.push('driver.waitForReplicas must be { replicas, timeout? }');
+      else {
+        if (driver.waitForReplicas.replicas === undefined) problems.push('driver.waitForReplicas.replicas is required');
+        else positiveInteger(driver.waitForReplicas.replicas, 1, 'driver.waitForReplicas.replicas', problems);
+        if (driver.waitForReplicas.timeout !== undefined && duration(driver.waitForReplicas.timeout, undefined, 'driver.waitForReplicas.timeout', problems) < 1) {
+          problems.push('driver.waitForReplicas.timeout must be at least 1ms');
+        }
+      }
+    }
     return driver;
   }
   problems.push(`driver.type must be 'wheel' or 'redis', got ${JSON.stringify((driver as { type: unknown }).type)}`);

@@ -39,6 +39,8 @@ export interface DelayDriver {
   drain(timeoutMs: number): Promise<void>;
   /** Releases timers and connections. */
   close(): Promise<void>;
+  /** Optional: tells `listener` when the store came back without its data (Redis restarted empty, failover). */
+  onStoreReset?(listener: (detail: string) => void): void;
 }
 
 /** A due time as the caller gave it; the driver resolves it on its own clock. */

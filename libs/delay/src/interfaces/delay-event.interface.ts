@@ -8,7 +8,9 @@ export type DelayEventType =
   | 'failed'
   | 'retrying'
   | 'dead'
-  | 'redriven';
+  | 'redriven'
+  /** Redis came back without its data (topic '*', key ''): actions pending before may be lost. */
+  | 'storeReset';
 
 /** One thing that happened to an action, as `DelayService.events$` reports it. */
 export interface DelayEvent {
@@ -18,7 +20,7 @@ export interface DelayEvent {
   readonly at: Date;
   readonly attempt?: number;
   readonly dueAt?: Date;
-  /** The handler's error message, on failed / retrying / dead. */
+  /** The handler's error message, on failed / retrying / dead; what was seen, on storeReset. */
   readonly error?: string;
   /** For a batch: how many items it holds. */
   readonly size?: number;

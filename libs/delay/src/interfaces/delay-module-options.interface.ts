@@ -33,6 +33,28 @@ export interface RedisDriverConfig {
   readonly lease?: Duration;
   /** Most actions claimed in one round trip. Default 100. */
   readonly claimBatch?: number;
+  /**
+   * Every call to Redis settles within this time: it resolves, or rejects
+   * with DriverUnavailableError, whatever the network does. A connection
+   * that leaves a call unanswered this long, and then a PING too, is
+   * dropped and opened again. Default '5s'.
+   */
+  readonly commandTimeout?: Duration;
+  /**
+   * Durability across a failover: schedule, scheduleMany, reschedule,
+   * cancel, collect and redrive resolve only once `replicas` replicas have
+   * the change (Redis WAIT), else reject with DriverUnavailableError (the
+   * change may then be on the master only). Off by default: without it, a
+   * failover to a replica that missed the last writes loses them.
+   */
+  readonly waitForReplicas?: { readonly replicas: number; readonly timeout?: Duration };
+  /**
+   * How often an instance looks at its topics even when no wake-up message
+   * came (a pub/sub message can be lost with its connection), checks that
+   * its pub/sub connection still answers, and checks that Redis did not
+   * come back empty. Default '10s'.
+   */
+  readonly wakeCheck?: Duration;
 }
 
 /** `driver` is one of the built-in drivers by config, or any DelayDriver instance. */

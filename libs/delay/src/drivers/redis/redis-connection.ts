@@ -1,16 +1,27 @@
+import { Logger } from '@nestjs/common';
 import IORedis, { Cluster, Redis, RedisOptions } from 'ioredis';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
-import { RedisDriverConfig } from '../../interfaces/delay-module-options.interface';
 import { describeError } from '../../utils/describe-error';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
 
 export type RedisClient = Redis | Cluster;
 type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
+type PipelineReply = Array<[Error | null, unknown]> | null;
+
+export interface RedisConnectionSettings {
+  /** Every call settles within this many ms, whatever the network does. */
+  readonly commandTimeoutMs: number;
+  /** Writes resolve only once this many replicas confirmed them (WAIT); 0 for none. */
+  readonly replicas: number;
+  readonly replicasTimeoutMs: number;
+}
 
 /**
  * Fail fast while Redis is away: a call is rejected at once with a
  * DriverUnavailableError instead of waiting in a queue, and a command lost
- * with its connection is not silently re-sent later.
+ * with its connection is not silently re-sent later (it may have run: the
+ * caller decides). What these settings cannot promise (a command dropped by
+ * a reconnect without ever settling, a silent peer) the time bound covers.
  */
 const FAIL_FAST: RedisOptions = {
   enableOfflineQueue: false,
@@ -20,19 +31,32 @@ const FAIL_FAST: RedisOptions = {
 };
 
 /** Reply errors that mean "not now" rather than "wrong". */
-const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY)/;
+const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY|NOREPLICAS)/;
 
-/** The command connection: owns the client unless the user gave one, and runs the scripts. */
+/**
+ * The command connection: owns the client unless the user gave one, runs the
+ * scripts, and guarantees that every call settles within the command timeout.
+ * A call that times out makes the connection suspect: if it does not answer
+ * a PING either, it is dropped and opened again, so a silently dead socket
+ * (a reset the client never saw, a NAT that forgot us) heals by itself.
+ */
 export class RedisConnection {
   readonly client: RedisClient;
+  private readonly logger = new Logger(RedisConnection.name);
   private readonly owned: boolean;
+  private checking = false;
+  private closed = false;
 
-  constructor(config: RedisDriverConfig) {
-    if (config.client) {
-      this.client = config.client as RedisClient;
+  constructor(
+    source: { url?: string; options?: object; client?: object },
+    readonly settings: RedisConnectionSettings,
+  ) {
+    if (source.client) {
+      this.client = source.client as RedisClient;
       this.owned = false;
     } else {
-      this.client = config.url ? new IORedis(config.url, FAIL_FAST) : new IORedis({ ...(config.options as RedisOptions), ...FAIL_FAST });
+      const options: RedisOptions = { connectTimeout: settings.commandTimeoutMs, keepAlive: 10_000, ...(source.options as RedisOptions), ...FAIL_FAST };
+      this.client = source.url ? new IORedis(source.url, options) : new IORedis(options);
       this.owned = true;
     }
     // ioredis logs unhandled 'error' events loudly; the driver reports failures through its calls instead.
@@ -43,42 +67,143 @@ export class RedisConnection {
     }
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Connects (within the command timeout); on failure every connection opened is closed again, so the process can exit. */
   async connect(): Promise<void> {
-    if (this.client.status === 'wait') {
-      try {
-        await this.client.connect();
-      } catch (error) {
-        throw new DriverUnavailableError(`cannot connect to Redis: ${describeError(error)}`, error);
-      }
+    if (this.client.status !== 'wait') return;
+    try {
+      await this.bounded('connect', this.client.connect());
+    } catch (error) {
+      if (this.owned) this.client.disconnect();
+      throw new DriverUnavailableError(`cannot connect to Redis: ${describeError(error)}`, error);
     }
   }
 
-  /** A second connection for pub/sub, configured like the first, connected. */
+  /** A second connection for pub/sub, configured like the first, connected within the command timeout. */
   async duplicate(): Promise<RedisClient> {
     const subscriber = (this.client as Redis).duplicate() as RedisClient;
     subscriber.on('error', () => undefined);
-    if (subscriber.status === 'wait') await subscriber.connect();
+    if (subscriber.status === 'wait') {
+      try {
+        await this.bounded('connect', subscriber.connect());
+      } catch (error) {
+        subscriber.disconnect();
+        throw error;
+      }
+    }
     return subscriber;
   }
 
-  async run<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
+  /** Runs a script that only reads or that the consumer retries by itself. */
+  run<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
     const call = (this.client as unknown as Record<string, ScriptCall>)[REDIS_SCRIPTS[name].command];
+    return this.bounded(name, call.call(this.client, ...keys, ...args) as Promise<T>);
+  }
+
+  /**
+   * Runs a script that changes what the caller was promised (schedule,
+   * cancel...). With `replicas` set, it resolves only once that many replicas
+   * have the change too, so a failover cannot undo an acknowledged call.
+   */
+  write<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
+    if (this.settings.replicas === 0) return this.run(name, keys, args);
+    const pipeline = this.client.pipeline() as unknown as Record<string, (...a: Array<string | number>) => unknown> & { exec(): Promise<PipelineReply> };
+    pipeline[REDIS_SCRIPTS[name].command](...keys, ...args);
+    pipeline.wait(this.settings.replicas, this.settings.replicasTimeoutMs);
+    // WAIT itself may take up to its own timeout: the bound covers both.
+    return this.bounded(name, pipeline.exec(), this.settings.replicasTimeoutMs).then((replies) => {
+      const [scriptReply, waitReply] = replies ?? [];
+      if (!scriptReply || !waitReply) throw new DriverUnavailableError(`Redis did not answer ${name}`);
+      if (scriptReply[0]) throw this.toError(name, scriptReply[0]);
+      if (waitReply[0]) throw this.toError(`${name} (WAIT)`, waitReply[0]);
+      const confirmed = Number(waitReply[1]);
+      if (confirmed < this.settings.replicas) {
+        throw new DriverUnavailableError(
+          `${name} was written but only ${confirmed} of ${this.settings.replicas} replica(s) confirmed it within ${this.settings.replicasTimeoutMs} ms; ` +
+            'a failover now could undo it (option waitForReplicas)',
+        );
+      }
+      return scriptReply[1] as T;
+    });
+  }
+
+  /** Any other command, with the same bound: `send` gets the client. */
+  call<T>(what: string, send: (client: RedisClient) => Promise<T>): Promise<T> {
+    let sent: Promise<T>;
     try {
-      return (await call.call(this.client, ...keys, ...args)) as T;
+      sent = send(this.client);
     } catch (error) {
-      if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) throw error;
-      throw new DriverUnavailableError(`Redis did not answer ${name}: ${describeError(error)}`, error);
+      return Promise.reject(this.toError(what, error));
     }
+    return this.bounded(what, sent);
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     if (!this.owned) return;
-    await this.client.quit().catch(() => this.client.disconnect());
+    await this.bounded('quit', this.client.quit()).catch(() => this.client.disconnect());
+  }
+
+  /**
+   * Settles within the command timeout (plus `extraMs`), whatever happens to
+   * `promise`: a reply that never comes becomes a DriverUnavailableError, and
+   * a late one is ignored.
+   */
+  bounded<T>(what: string, promise: Promise<T>, extraMs = 0): Promise<T> {
+    const limit = this.settings.commandTimeoutMs + extraMs;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new DriverUnavailableError(`Redis did not answer ${what} within ${limit} ms (option commandTimeout)`));
+        this.suspect();
+      }, limit);
+      promise.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(this.toError(what, error));
+        },
+      );
+    });
+  }
+
+  /** A call went unanswered: if a PING goes unanswered too, the socket is dead though it looks open; open a new one. */
+  private suspect(): void {
+    if (this.checking || this.closed || !this.owned) return;
+    this.checking = true;
+    const ping = this.client.ping();
+    const timer = setTimeout(() => {
+      this.checking = false;
+      if (this.closed) return;
+      this.logger.warn(`Redis did not answer a PING within ${this.settings.commandTimeoutMs} ms: reconnecting`);
+      this.client.disconnect(true);
+    }, this.settings.commandTimeoutMs);
+    ping.then(
+      () => {
+        clearTimeout(timer);
+        this.checking = false;
+      },
+      () => {
+        // A PING refused at once (no connection): ioredis is reconnecting already.
+        clearTimeout(timer);
+        this.checking = false;
+      },
+    );
+  }
+
+  private toError(what: string, error: unknown): Error {
+    if (error instanceof DriverUnavailableError) return error;
+    // Redis answered with an error: a bug or bad data, not an outage.
+    if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error;
+    return new DriverUnavailableError(`Redis did not answer ${what}: ${describeError(error)}`, error);
   }
 }
 
-
-/** Redis answered, with an error: a bug or bad data, not an outage. */
 function isReplyError(error: unknown): error is Error {
   return error instanceof Error && error.name === 'ReplyError';
 }

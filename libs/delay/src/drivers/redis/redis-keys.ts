@@ -9,7 +9,7 @@ export interface TopicKeys {
   readonly env: string;
   /** ZSET of running actions, scored by lease expiry. */
   readonly active: string;
-  /** Counter minting arming tokens. */
+  /** The last arming token minted: tokens never repeat, even after Redis lost data (lua/include/token.lua). */
   readonly seq: string;
   /** HASH key → dead record. */
   readonly dead: string;
@@ -19,6 +19,8 @@ export interface TopicKeys {
   readonly wake: string;
   /** Prefix of a batch's items STRING: prefix + member. Same hash tag, same slot. */
   readonly itemsPrefix: string;
+  /** Prefix of a claim's record (prefix + claim id): what it took, so a claim whose reply was lost can be asked again. */
+  readonly claimPrefix: string;
 }
 
 export function topicKeys(prefix: string, topic: string): TopicKeys {
@@ -32,5 +34,6 @@ export function topicKeys(prefix: string, topic: string): TopicKeys {
     deadIndex: `${base}:dead-index`,
     wake: `${base}:wake`,
     itemsPrefix: `${base}:items:`,
+    claimPrefix: `${base}:claim:`,
   };
 }

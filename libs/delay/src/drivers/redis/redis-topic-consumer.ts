@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
@@ -19,6 +20,8 @@ export interface TopicConsumerSettings {
   readonly concurrency: number;
   readonly claimBatch: number;
   readonly leaseMs: number;
+  /** Look at least this often even if no wake-up came: a pub/sub message can be lost with its connection. */
+  readonly wakeCheckMs: number;
 }
 
 /**
@@ -45,6 +48,12 @@ export class RedisTopicConsumer {
   private acks: string[] = [];
   private ackFlush: Promise<void> | undefined;
   private claimQueued = false;
+  /**
+   * The id of the claim being made. It is kept when the claim's reply did not
+   * arrive (the script may have run), so the next claim asks for the same one
+   * and gets back what it took, same attempt, instead of waiting for its lease.
+   */
+  private claimId: string | undefined;
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -105,11 +114,19 @@ export class RedisTopicConsumer {
     // A claim round trip counts as in flight: if shutdown starts meanwhile, drain waits for what it takes to run.
     this.inFlight.enter();
     let reply: Array<string | number>;
+    const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
     try {
       const { keys, leaseMs } = this.settings;
-      reply = await this.connection.run<Array<string | number>>('claim', [keys.due, keys.env, keys.active, keys.seq], [Math.max(0, limit), leaseMs, keys.itemsPrefix]);
+      reply = await this.connection.run<Array<string | number>>(
+        'claim',
+        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId],
+        [Math.max(0, limit), leaseMs, keys.itemsPrefix],
+      );
       this.failures = 0;
+      this.claimId = undefined;
     } catch (error) {
+      // Redis refused the script itself: asking the same claim again would not help.
+      if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
       this.claiming = false;
       this.inFlight.leave();
       this.retryLater(error);
@@ -134,8 +151,9 @@ export class RedisTopicConsumer {
     this.backlog = (limit > 0 && claimed === limit) || (limit <= 0 && nextAt <= now);
     if (this.claimAgain || (this.backlog && this.hasRoom())) {
       this.queueClaim();
-    } else if (!this.backlog && nextAt !== Infinity) {
-      this.armAt(nextAt);
+    } else if (!this.backlog) {
+      // Never sleep longer than the safety re-check, in case a wake-up is lost.
+      this.armAt(Math.min(nextAt, now + this.settings.wakeCheckMs));
     }
   }
 
@@ -229,7 +247,7 @@ export class RedisTopicConsumer {
         return;
       } catch (error) {
         // A connection closed at shutdown never comes back: retrying would only keep the process alive.
-        if (!(error instanceof DriverUnavailableError) || attempt >= 50 || this.connection.client.status === 'end') {
+        if (!(error instanceof DriverUnavailableError) || attempt >= 50 || this.connection.isClosed) {
           this.logger.error(`Could not record the outcome of ${what}: ${describeError(error)}; it will run again when its lease expires`);
           return;
         }

@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import {
@@ -21,10 +20,12 @@ import { parseDuration } from '../../time/duration';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { describeError } from '../../utils/describe-error';
-import { RedisClient, RedisConnection } from './redis-connection';
+import { RedisConnection } from './redis-connection';
+import { RedisEpochWatch } from './redis-epoch-watch';
 import { parseDeadRecord, toStoredAction } from './redis-envelope';
 import { TopicKeys, topicKeys } from './redis-keys';
 import { RedisTopicConsumer } from './redis-topic-consumer';
+import { RedisWakeSubscriber } from './redis-wake-subscriber';
 
 type Reply = Array<string | number>;
 
@@ -50,25 +51,54 @@ export class RedisDriver implements DelayDriver {
   private readonly consumers = new Map<string, RedisTopicConsumer>();
   private readonly inFlight = new InFlightTracker();
   private readonly clockSkew = { value: 0 };
-  private subscriber: RedisClient | undefined;
+  private readonly wakeCheckMs: number;
+  private readonly epochWatch: RedisEpochWatch;
+  private readonly storeResetListeners: Array<(detail: string) => void> = [];
+  private subscriber: RedisWakeSubscriber | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
+  private epochTimer: NodeJS.Timeout | undefined;
+  private renewing = false;
+  /** Every consumer looks at Redis now: after a reconnect, claims that failed meanwhile are due again. */
+  private readonly lookAgain = (): void => {
+    for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
+  };
 
   constructor(config: RedisDriverConfig) {
-    this.connection = new RedisConnection(config);
+    const replicas = config.waitForReplicas;
+    this.connection = new RedisConnection(config, {
+      commandTimeoutMs: parseDuration(config.commandTimeout ?? '5s'),
+      replicas: replicas?.replicas ?? 0,
+      replicasTimeoutMs: replicas ? parseDuration(replicas.timeout ?? '1s') : 0,
+    });
     this.prefix = config.prefix ?? 'delay';
     this.leaseMs = parseDuration(config.lease ?? '30s');
     this.claimBatch = config.claimBatch ?? 100;
+    this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
+    this.epochWatch = new RedisEpochWatch(this.connection, `${this.prefix}:epoch`, (detail) => {
+      for (const listener of this.storeResetListeners) listener(detail);
+    });
   }
 
-  /** Opens the connection; bootstrap fails with DriverUnavailableError if Redis cannot be reached. */
+  /**
+   * Opens the connection; bootstrap fails with DriverUnavailableError if Redis
+   * cannot be reached (and every connection opened is closed again).
+   */
   async connect(): Promise<void> {
     await this.connection.connect();
+    await this.epochWatch.check();
+    this.epochTimer = setInterval(() => void this.epochWatch.check(), this.wakeCheckMs);
+    this.epochTimer.unref();
+  }
+
+  /** Told when Redis comes back without its data (see RedisEpochWatch). */
+  onStoreReset(listener: (detail: string) => void): void {
+    this.storeResetListeners.push(listener);
   }
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
     const keys = this.keys(command.topic);
     const [mode, value] = dueArgs(command.due);
-    const reply = await this.connection.run<Reply>(
+    const reply = await this.connection.write<Reply>(
       'schedule',
       [keys.due, keys.env, keys.active, keys.seq],
       [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake],
@@ -83,7 +113,7 @@ export class RedisDriver implements DelayDriver {
     const keys = this.keys(command.topic);
     const args: Array<string | number> = [command.maxPastMs, this.horizonMs, keys.wake];
     for (const entry of command.entries) args.push(entry.key, ...dueArgs(entry.due), entry.payload ?? '', entry.ifExists);
-    const reply = await this.connection.run<Reply>('scheduleMany', [keys.due, keys.env, keys.active, keys.seq], args);
+    const reply = await this.connection.write<Reply>('scheduleMany', [keys.due, keys.env, keys.active, keys.seq], args);
     this.clockSkew.value = Number(reply[0]) - Date.now();
     const code = Number(reply[1]);
     if (code < 0) {
@@ -102,13 +132,13 @@ export class RedisDriver implements DelayDriver {
 
   async cancel(topic: string, key: string): Promise<boolean> {
     const keys = this.keys(topic);
-    return (await this.connection.run<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
+    return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
   }
 
   async reschedule(command: RescheduleCommand): Promise<StoredAction | null> {
     const keys = this.keys(command.topic);
     const [mode, value] = dueArgs(command.due);
-    const reply = await this.connection.run<Reply>(
+    const reply = await this.connection.write<Reply>(
       'reschedule',
       [keys.due, keys.env, keys.active, keys.seq],
       [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
@@ -136,14 +166,14 @@ export class RedisDriver implements DelayDriver {
   }
 
   async count(topic: string): Promise<number> {
-    return this.command(() => this.connection.client.hlen(this.keys(topic).env));
+    return this.connection.call('HLEN', (client) => client.hlen(this.keys(topic).env));
   }
 
   async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
     const keys = this.keys(topic);
-    const members = await this.command(() => this.connection.client.zrange(keys.deadIndex, page.offset, String(page.offset + page.limit - 1)));
+    const members = await this.connection.call('ZRANGE', (client) => client.zrange(keys.deadIndex, page.offset, String(page.offset + page.limit - 1)));
     if (members.length === 0) return [];
-    const records = await this.command(() => this.connection.client.hmget(keys.dead, ...members));
+    const records = await this.connection.call('HMGET', (client) => client.hmget(keys.dead, ...members));
     return members.flatMap((member, n) => {
       const record = records[n];
       return record === null ? [] : [parseDeadRecord(topic, member, record)];
@@ -151,19 +181,19 @@ export class RedisDriver implements DelayDriver {
   }
 
   async countDead(topic: string): Promise<number> {
-    return this.command(() => this.connection.client.zcard(this.keys(topic).deadIndex));
+    return this.connection.call('ZCARD', (client) => client.zcard(this.keys(topic).deadIndex));
   }
 
   async redrive(topic: string, id: string): Promise<boolean> {
     const keys = this.keys(topic);
-    const reply = await this.connection.run<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [id, keys.wake, keys.itemsPrefix]);
+    const reply = await this.connection.write<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [id, keys.wake, keys.itemsPrefix]);
     if (reply === -3) throw new ActionKindConflictError(topic, id, 'batch');
     return reply === 1;
   }
 
   async collect(command: CollectCommand): Promise<CollectResult> {
     const keys = this.keys(command.topic);
-    const reply = await this.connection.run<Reply>(
+    const reply = await this.connection.write<Reply>(
       'collect',
       [keys.due, keys.env, keys.active, keys.seq],
       [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix],
@@ -180,7 +210,7 @@ export class RedisDriver implements DelayDriver {
     for (const [topic, concurrency] of consumer.topics) {
       const keys = this.keys(topic);
       const topicConsumer = new RedisTopicConsumer(
-        { topic, keys, concurrency, claimBatch: this.claimBatch, leaseMs: this.leaseMs },
+        { topic, keys, concurrency, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
         this.connection,
         consumer,
         this.inFlight,
@@ -189,28 +219,20 @@ export class RedisDriver implements DelayDriver {
       this.consumers.set(topic, topicConsumer);
       byChannel.set(keys.wake, topicConsumer);
     }
-    const subscriber = await this.connection.duplicate();
-    this.subscriber = subscriber;
-    subscriber.on('message', (channel: string, message: string) => byChannel.get(channel)?.wake(Number(message)));
-    // After a reconnect, wakes sent meanwhile were lost, so every topic looks again once it is subscribed again
-    // (ioredis emits 'ready' before it re-subscribes). The first connection's 'ready' came inside duplicate().
-    subscriber.on('ready', () => {
-      const lookAgain = (): void => {
-        for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
-      };
-      subscriber.subscribe(...byChannel.keys()).then(lookAgain, lookAgain);
-    });
-    await subscriber.subscribe(...byChannel.keys());
-    for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
+    const wakes = new Map<string, (dueAt: number) => void>();
+    for (const [channel, topicConsumer] of byChannel) wakes.set(channel, (dueAt) => topicConsumer.wake(dueAt));
+    const lookAgain = this.lookAgain;
+    this.subscriber = new RedisWakeSubscriber(this.connection, wakes, lookAgain, this.wakeCheckMs);
+    await this.subscriber.start();
+    // After the command connection comes back, claims that failed meanwhile are due again at once.
+    this.connection.client.on('ready', lookAgain);
     this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(500, Math.floor(this.leaseMs / 3)));
   }
 
   async drain(timeoutMs: number): Promise<void> {
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
-    if (this.subscriber) {
-      this.subscriber.disconnect();
-      this.subscriber = undefined;
-    }
+    this.subscriber?.stop();
+    this.subscriber = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
     if (!emptied) await this.releaseRunning();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
@@ -218,9 +240,12 @@ export class RedisDriver implements DelayDriver {
   }
 
   async close(): Promise<void> {
+    this.connection.client.off('ready', this.lookAgain);
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
-    this.subscriber?.disconnect();
+    if (this.epochTimer) clearInterval(this.epochTimer);
+    this.subscriber?.stop();
+    this.subscriber = undefined;
     await this.connection.close();
   }
 
@@ -246,15 +271,18 @@ export class RedisDriver implements DelayDriver {
     return status;
   }
 
-  private async command<T>(call: () => Promise<T>): Promise<T> {
+  private async renewLeases(): Promise<void> {
+    // Each renewal is bounded by the command timeout; a slow one must not pile up behind the next tick.
+    if (this.renewing) return;
+    this.renewing = true;
     try {
-      return await call();
-    } catch (error) {
-      throw new DriverUnavailableError(`Redis did not answer: ${describeError(error)}`, error);
+      await this.renewEachTopic();
+    } finally {
+      this.renewing = false;
     }
   }
 
-  private async renewLeases(): Promise<void> {
+  private async renewEachTopic(): Promise<void> {
     for (const [topic, topicConsumer] of this.consumers) {
       if (topicConsumer.running.size === 0) continue;
       const keys = this.keys(topic);

@@ -8,10 +8,26 @@ KEYS[3] active ZSET
 ARGV[1] key
 ARGV[2] items key prefix (an open batch's items are deleted with it)
 
+A batch of the key already closed by maxItems but not yet started is removed
+too (listed in the SET ARGV[2] .. '\31' .. key); one already running is not.
+
 Returns 1 if an action was removed, 0 if there was none.
 ]]
-if redis.call('HDEL', KEYS[2], ARGV[1]) == 0 then return 0 end
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('DEL', ARGV[2] .. ARGV[1])
-return 1
+local removed = 0
+if redis.call('HDEL', KEYS[2], ARGV[1]) == 1 then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('DEL', ARGV[2] .. ARGV[1])
+  removed = 1
+end
+-- Batches of this key closed by maxItems that have not started yet go too.
+local sealedIndex = ARGV[2] .. '\31' .. ARGV[1]
+for _, member in ipairs(redis.call('SMEMBERS', sealedIndex)) do
+  if not redis.call('ZSCORE', KEYS[3], member) and redis.call('HDEL', KEYS[2], member) == 1 then
+    redis.call('ZREM', KEYS[1], member)
+    redis.call('DEL', ARGV[2] .. member)
+    removed = 1
+  end
+end
+redis.call('DEL', sealedIndex)
+return removed

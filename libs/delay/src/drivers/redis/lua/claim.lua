@@ -11,10 +11,16 @@ as collect does), so items collected from now on open the next batch.
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
-KEYS[4] seq STRING
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
+KEYS[5] claim record LIST: member, token pairs this claim took (its id is
+        chosen by the caller, so a claim whose reply was lost can be asked
+        again: it then hands back what it took, still leased, same attempt)
 ARGV[1] limit: how many to claim at most
 ARGV[2] lease, ms
 ARGV[3] items key prefix (a batch's items live at prefix .. member, same hash tag)
+
+A batch sealed by collect (maxItems) leaves the key's index of sealed
+batches once claimed: cancel(key) no longer reaches a batch that started.
 
 Returns {now, next, member1, envelope1, items1, member2, ...}
   next: when this topic next needs a look (earliest due time or lease
@@ -22,6 +28,7 @@ Returns {now, next, member1, envelope1, items1, member2, ...}
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local limit = tonumber(ARGV[1])
 local leaseUntil = now + tonumber(ARGV[2])
@@ -33,37 +40,56 @@ for _, member in ipairs(expired) do
   local envelope = redis.call('HGET', KEYS[2], member)
   if envelope then
     local _, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-    local token = b36(redis.call('INCR', KEYS[4]))
+    local token = mintToken(KEYS[4])
     redis.call('HSET', KEYS[2], member, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
     redis.call('ZADD', KEYS[1], now, member)
   end
 end
 
 local result = {now, -1}
-if limit > 0 then
+local function hand(member, envelope)
+  local items = ''
+  if string.match(envelope, '^[^|]*|[^|]*|[^|]*|#') then items = redis.call('GET', itemsPrefix .. member) or '' end
+  redis.call('ZADD', KEYS[3], leaseUntil, member)
+  result[#result + 1] = member
+  result[#result + 1] = envelope
+  result[#result + 1] = items
+end
+
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  -- The same claim again: its reply was lost. Hand back what it took and still holds.
+  local taken = redis.call('LRANGE', KEYS[5], 0, -1)
+  for i = 1, #taken, 2 do
+    local member = taken[i]
+    local envelope = redis.call('HGET', KEYS[2], member)
+    if envelope and redis.call('ZSCORE', KEYS[3], member) and string.match(envelope, '^([^|]*)|') == taken[i + 1] then
+      hand(member, envelope)
+    end
+  end
+elseif limit > 0 then
   local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
   for _, member in ipairs(due) do
     redis.call('ZREM', KEYS[1], member)
     local envelope = redis.call('HGET', KEYS[2], member)
     if envelope then
       local token, _, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-      local items = ''
       if string.sub(payload, 1, 1) == '#' then
-        if not string.find(member, '\31', 1, true) then
+        local sep = string.find(member, '\31', 1, true)
+        if sep then
+          redis.call('SREM', itemsPrefix .. '\31' .. string.sub(member, 1, sep - 1), member)
+        else
           local sealed = member .. '\31' .. string.format('%016d', tonumber(token, 36))
           redis.call('HDEL', KEYS[2], member)
           redis.call('HSET', KEYS[2], sealed, envelope)
           redis.call('RENAME', itemsPrefix .. member, itemsPrefix .. sealed)
           member = sealed
         end
-        items = redis.call('GET', itemsPrefix .. member) or ''
       end
-      redis.call('ZADD', KEYS[3], leaseUntil, member)
-      result[#result + 1] = member
-      result[#result + 1] = envelope
-      result[#result + 1] = items
+      hand(member, envelope)
+      redis.call('RPUSH', KEYS[5], member, token)
     end
   end
+  if #result > 2 then redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[2])) end
 end
 
 local nextDue = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')

@@ -7,12 +7,13 @@ in the same hash tag (so the same cluster slot) as KEYS. A full batch is
 closed at once: it is re-filed under key .. "\31" .. token (the token
 zero-padded, so closed batches of a key due in the same ms sort, and are
 claimed, in the order they closed), due now, and the next item opens a new
-batch under the key.
+batch under the key. A closed batch that has not started is listed in the
+SET itemsPrefix .. '\31' .. key, so cancel(key) reaches it.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
-KEYS[4] seq STRING
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 ARGV[1] key
 ARGV[2] item JSON
 ARGV[3] window, ms
@@ -27,6 +28,7 @@ Returns {status, size, dueAt, now}
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local key = ARGV[1]
 local window = tonumber(ARGV[3])
@@ -49,7 +51,7 @@ if existing then
   end
   status = 2
 else
-  token = b36(redis.call('INCR', KEYS[4]))
+  token = mintToken(KEYS[4])
   attempt = '1'
   size = 1
   openedAt = now
@@ -67,6 +69,8 @@ if size >= tonumber(ARGV[6]) then
   redis.call('HDEL', KEYS[2], key)
   redis.call('ZREM', KEYS[1], key)
   redis.call('RENAME', itemsPrefix .. key, itemsPrefix .. member)
+  -- Indexed under its key until it starts, so cancel(key) reaches it.
+  redis.call('SADD', itemsPrefix .. '\31' .. key, member)
   dueAt = now
   status = 3
 end

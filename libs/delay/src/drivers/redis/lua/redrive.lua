@@ -6,7 +6,7 @@ unit it was, under its own id.
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
-KEYS[4] seq STRING
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 KEYS[5] dead HASH
 KEYS[6] dead-index ZSET
 ARGV[1] member (the key, or a dead batch's id)
@@ -18,6 +18,7 @@ single action and its key has an open batch (nothing changes).
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local key = ARGV[1]
 local record = redis.call('HGET', KEYS[5], key)
@@ -30,7 +31,7 @@ if string.sub(payload, 1, 1) ~= '#' then
 end
 redis.call('HDEL', KEYS[5], key)
 redis.call('ZREM', KEYS[6], key)
-local token = b36(redis.call('INCR', KEYS[4]))
+local token = mintToken(KEYS[4])
 if string.sub(payload, 1, 1) == '#' then
   local items = string.sub(payload, 2)
   local size = 0

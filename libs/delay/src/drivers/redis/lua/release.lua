@@ -5,7 +5,7 @@ a new token so the abandoned run's late ack changes nothing.
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
-KEYS[4] seq STRING
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 ARGV[1] wake channel
 ARGV[2], ARGV[3], ...: key, token pairs
 
@@ -13,6 +13,7 @@ Returns how many runs were handed back.
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local released = 0
 for i = 2, #ARGV, 2 do
@@ -21,7 +22,7 @@ for i = 2, #ARGV, 2 do
   if envelope then
     local token, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
     if token == ARGV[i + 1] then
-      local fresh = b36(redis.call('INCR', KEYS[4]))
+      local fresh = mintToken(KEYS[4])
       redis.call('HSET', KEYS[2], key, fresh .. '|' .. attempt .. '|' .. dueAt .. '|' .. payload)
       redis.call('ZREM', KEYS[3], key)
       redis.call('ZADD', KEYS[1], now, key)

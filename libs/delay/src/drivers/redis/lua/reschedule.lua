@@ -4,7 +4,7 @@ reschedule: moves an existing action to a new due time; payload and attempt are 
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
-KEYS[4] seq STRING
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 ARGV[1] key
 ARGV[2] 'delay' or 'at'
 ARGV[3] the delay or the absolute due time, ms
@@ -18,6 +18,7 @@ Returns {status, envelope, now}
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local key = ARGV[1]
 
@@ -31,7 +32,7 @@ if dueAt < 0 or dueAt < now - tonumber(ARGV[4]) then return {-1, tostring(dueAt)
 if dueAt > now + tonumber(ARGV[5]) then return {-2, tostring(dueAt), now} end
 
 local _, attempt, _, payload = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-local token = b36(redis.call('INCR', KEYS[4]))
+local token = mintToken(KEYS[4])
 local envelope = token .. '|' .. attempt .. '|' .. b36(dueAt) .. '|' .. payload
 redis.call('HSET', KEYS[2], key, envelope)
 redis.call('ZADD', KEYS[1], dueAt, key)

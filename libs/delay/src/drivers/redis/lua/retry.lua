@@ -6,7 +6,7 @@ caller tried again), the replay finds the token changed and does nothing.
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
-KEYS[4] seq STRING
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 ARGV[1] key
 ARGV[2] token of the run
 ARGV[3] backoff, ms
@@ -16,6 +16,7 @@ Returns 1 if re-queued, 0 if the token no longer matches.
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local key = ARGV[1]
 local envelope = redis.call('HGET', KEYS[2], key)
@@ -23,7 +24,7 @@ if not envelope then return 0 end
 local token, attempt, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
 if token ~= ARGV[2] then return 0 end
 local dueAt = now + tonumber(ARGV[3])
-local fresh = b36(redis.call('INCR', KEYS[4]))
+local fresh = mintToken(KEYS[4])
 redis.call('HSET', KEYS[2], key, fresh .. '|' .. (tonumber(attempt) + 1) .. '|' .. b36(dueAt) .. '|' .. payload)
 redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], dueAt, key)

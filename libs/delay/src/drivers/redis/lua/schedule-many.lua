@@ -6,7 +6,7 @@ nothing at all is written.
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
-KEYS[4] seq STRING
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 ARGV[1] max past, ms
 ARGV[2] horizon, ms
 ARGV[3] wake channel
@@ -20,6 +20,7 @@ Returns {now, status1, envelope1, running1, status2, ...}
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local maxPast = tonumber(ARGV[1])
 local horizon = tonumber(ARGV[2])
@@ -48,7 +49,7 @@ for n = 1, entries do
     result[#result + 1] = existing
     if redis.call('ZSCORE', KEYS[3], key) then result[#result + 1] = 1 else result[#result + 1] = 0 end
   else
-    local envelope = b36(redis.call('INCR', KEYS[4])) .. '|1|' .. b36(dues[n]) .. '|' .. ARGV[base + 4]
+    local envelope = mintToken(KEYS[4]) .. '|1|' .. b36(dues[n]) .. '|' .. ARGV[base + 4]
     redis.call('HSET', KEYS[2], key, envelope)
     redis.call('ZADD', KEYS[1], dues[n], key)
     if existing then redis.call('ZREM', KEYS[3], key) end

@@ -4,7 +4,7 @@ schedule: arms (topic, key), or keeps an existing arming.
 KEYS[1] due ZSET     member = key, score = due time (ms)
 KEYS[2] env HASH     field = key, value = envelope "token|attempt|dueAt|payload" (token and dueAt in base 36)
 KEYS[3] active ZSET  member = key, score = lease expiry (ms)
-KEYS[4] seq STRING   counter that mints arming tokens
+KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 
 ARGV[1] key
 ARGV[2] 'delay' or 'at'
@@ -23,6 +23,7 @@ Time is the Redis server's (TIME), never the caller's.
 ]]
 --@include clock
 --@include encoding
+--@include token
 local now = serverNow()
 local key = ARGV[1]
 
@@ -38,7 +39,7 @@ if existing and ARGV[5] == 'keep' then
   return {3, existing, now, 0}
 end
 
-local token = b36(redis.call('INCR', KEYS[4]))
+local token = mintToken(KEYS[4])
 local envelope = token .. '|1|' .. b36(dueAt) .. '|' .. ARGV[4]
 redis.call('HSET', KEYS[2], key, envelope)
 redis.call('ZADD', KEYS[1], dueAt, key)

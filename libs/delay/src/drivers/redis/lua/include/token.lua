@@ -1,0 +1,15 @@
+-- Arming tokens. A token must never repeat for a topic, even after Redis
+-- lost data (restart without persistence) or a replica that missed the last
+-- writes took over: an outcome carrying an old token must never match an
+-- arming made after it. So a token is the server's time in microseconds,
+-- pushed one past the last token minted when the clock has not moved on.
+-- After a loss the counter key is gone or behind, but time has moved on.
+-- Needs the clock and encoding includes before it.
+local function mintToken(seqKey)
+  local time = redis.call('TIME')
+  local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  local last = tonumber(redis.call('GET', seqKey) or '0')
+  if last >= token then token = last + 1 end
+  redis.call('SET', seqKey, string.format('%.0f', token))
+  return b36(token)
+end

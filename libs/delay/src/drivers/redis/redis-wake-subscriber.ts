@@ -1,0 +1,84 @@
+import { Logger } from '@nestjs/common';
+import { describeError } from '../../utils/describe-error';
+import { RedisClient, RedisConnection } from './redis-connection';
+
+/**
+ * The pub/sub connection that carries wake-ups ("something in this topic is
+ * now due at t"). A pub/sub connection can die without a word (an idle
+ * timeout in a NAT or load balancer drops it, and nothing is ever read
+ * again), so every check period it must answer a PING within the command
+ * timeout, or it is replaced by a new one. Whenever the subscription is
+ * (re)made, messages may have been missed meanwhile: `lookAgain` tells every
+ * topic consumer to look at Redis now.
+ */
+export class RedisWakeSubscriber {
+  private readonly logger = new Logger(RedisWakeSubscriber.name);
+  private client: RedisClient | undefined;
+  private checkTimer: NodeJS.Timeout | undefined;
+  private replacing = false;
+  private stopped = false;
+
+  constructor(
+    private readonly connection: RedisConnection,
+    /** channel → what to do with the due time a message carries */
+    private readonly channels: ReadonlyMap<string, (dueAt: number) => void>,
+    private readonly lookAgain: () => void,
+    private readonly checkEveryMs: number,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.open();
+    this.checkTimer = setInterval(() => void this.check(), this.checkEveryMs);
+    this.checkTimer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.checkTimer) clearInterval(this.checkTimer);
+    this.checkTimer = undefined;
+    this.client?.disconnect();
+    this.client = undefined;
+  }
+
+  private async open(): Promise<void> {
+    const client = await this.connection.duplicate();
+    if (this.stopped) {
+      client.disconnect();
+      return;
+    }
+    client.on('message', (channel: string, message: string) => this.channels.get(channel)?.(Number(message)));
+    // After ioredis reconnects by itself it emits 'ready' before it subscribes again: subscribe, then look.
+    client.on('ready', () => {
+      this.connection.bounded('SUBSCRIBE', client.subscribe(...this.channels.keys())).then(this.lookAgain, this.lookAgain);
+    });
+    this.client = client;
+    try {
+      await this.connection.bounded('SUBSCRIBE', client.subscribe(...this.channels.keys()));
+    } catch (error) {
+      // Not fatal: the next check replaces it, and the consumers' safety re-check covers the gap.
+      this.logger.warn(`Could not subscribe to wake-ups: ${describeError(error)}`);
+    }
+    this.lookAgain();
+  }
+
+  /** Keep-alive: a subscriber that does not answer a PING is replaced. */
+  private async check(): Promise<void> {
+    const client = this.client;
+    if (this.stopped || this.replacing || !client) return;
+    try {
+      await this.connection.bounded('PING (pub/sub)', client.ping());
+    } catch (error) {
+      this.replacing = true;
+      this.logger.warn(`The wake-up connection did not answer (${describeError(error)}): opening a new one`);
+      client.disconnect();
+      if (this.client === client) this.client = undefined;
+      try {
+        await this.open();
+      } catch (reopenError) {
+        this.logger.warn(`Could not open a new wake-up connection yet: ${describeError(reopenError)}`);
+      } finally {
+        this.replacing = false;
+      }
+    }
+  }
+}
