@@ -1,10 +1,12 @@
 import { DelayError } from './delay.error';
 
 /**
- * The driver cannot reach its backing store (Redis down, or the driver is
- * closed). Nothing is ever half-written; but when a connection dropped
- * mid-call, the call may have been applied without its reply arriving:
- * schedule with 'replace' is safe to repeat, a repeated collect appends twice.
+ * The driver cannot reach its backing store: Redis down, silent for longer
+ * than `commandTimeout`, a write not confirmed by enough replicas
+ * (`waitForReplicas`), or the driver is closed. Nothing is ever
+ * half-written; but when a reply was lost, the call may have been applied:
+ * schedule with 'replace', cancel and reschedule are safe to repeat, a
+ * repeated collect appends twice.
  */
 export class DriverUnavailableError extends DelayError {
   readonly code = 'ERR_DELAY_DRIVER_UNAVAILABLE';
