@@ -46,7 +46,7 @@ export class TestRedisServer {
 
   private constructor(
     readonly port: number,
-    private readonly options: RedisServerOptions,
+    private options: RedisServerOptions,
   ) {}
 
   static async start(options: RedisServerOptions = {}): Promise<TestRedisServer> {
@@ -60,8 +60,12 @@ export class TestRedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  /** Starts it again after stop() or kill(), with the same port and data folder. */
-  async boot(): Promise<void> {
+  /**
+   * Starts it again after stop() or kill(), with the same port and data
+   * folder; `options` changes how it persists from now on.
+   */
+  async boot(options?: RedisServerOptions): Promise<void> {
+    if (options) this.options = options;
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--logfile', ''];
     args.push('--appendonly', this.options.appendonly ? 'yes' : 'no');
     if (this.options.appendonly) args.push('--appendfsync', 'always');
@@ -94,6 +98,32 @@ export class TestRedisServer {
     await this.terminate('SIGKILL');
   }
 
+  /** SIGSTOP: the process keeps its sockets open and answers nothing, as a stalled server does. */
+  pause(): void {
+    this.signal('SIGSTOP');
+  }
+
+  /** SIGCONT after pause(): it answers everything it was sent meanwhile. */
+  resume(): void {
+    this.signal('SIGCONT');
+  }
+
+  /**
+   * CLIENT KILL of every client connection but the one asking (the suite's
+   * own, opened for this and closed after). `filter` narrows it, e.g.
+   * ['TYPE', 'pubsub']. Returns how many were killed.
+   */
+  async killClients(filter: string[] = ['TYPE', 'normal']): Promise<number> {
+    const admin = new IORedis({ port: this.port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null });
+    admin.on('error', () => undefined);
+    try {
+      const killed = await admin.call('CLIENT', 'KILL', ...filter, 'SKIPME', 'yes');
+      return Number(killed);
+    } finally {
+      admin.disconnect();
+    }
+  }
+
   async stop(): Promise<void> {
     await this.terminate('SIGTERM');
   }
@@ -103,6 +133,12 @@ export class TestRedisServer {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  private signal(signal: NodeJS.Signals): void {
+    const child = this.process;
+    if (!child || child.exitCode !== null) throw new Error(`redis-server on port ${this.port} is not running`);
+    child.kill(signal);
+  }
+
   private async terminate(signal: NodeJS.Signals): Promise<void> {
     const child = this.process;
     this.process = undefined;
@@ -110,6 +146,8 @@ export class TestRedisServer {
     await new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
       child.kill(signal);
+      // A paused server must be let go on, or SIGTERM waits for ever.
+      child.kill('SIGCONT');
     });
   }
 }

@@ -1,0 +1,179 @@
+import { Random } from '../instances/support/random';
+import { TestRedisServer } from '../support/redis-server';
+import { COMMAND_TIMEOUT_MS, describeTally, eventually, FAULT, FaultApp, faultApps, sleep } from './support/fault-app';
+import { FaultTally } from './support/fault-ledger';
+import { faultRandom } from './support/fault-seed';
+import { scheduleLoad } from './support/workload';
+
+const BOUND_MS = COMMAND_TIMEOUT_MS + 2_000;
+
+/** The counts every fault test asserts, with the seed, so a failure names the run to replay. */
+function verdict(random: Random, tally: FaultTally, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    seed: random.seed,
+    lost: tally.lost,
+    early: tally.early,
+    firedAfterCancel: tally.firedAfterCancel,
+    unknownRuns: tally.unknownRuns,
+    details: tally.details.filter((line) => !line.includes('times: attempts')).slice(0, 12),
+    ...extra,
+  };
+}
+
+const clean = { lost: 0, early: 0, firedAfterCancel: 0, unknownRuns: 0, details: [] };
+
+/** Runs whose arming had run before (a duplicate) although the first run started after `after`. */
+function duplicatesStartedAfter(fa: FaultApp, after: number): number {
+  const seen = new Map<string, number>();
+  let count = 0;
+  for (const run of fa.handlers.ledger.runs) {
+    const id = `${run.topic}\u0000${run.key}\u0000${run.dueAt}`;
+    const first = seen.get(id);
+    if (first === undefined) seen.set(id, run.startedAt);
+    else if (first > after) count++;
+  }
+  return count;
+}
+
+/** Faults of the redis-server itself: CLIENT KILL, kill -9 and restart, with and without persistence. */
+describe('faults: the Redis server', () => {
+  const apps = faultApps();
+
+  it('a storm of CLIENT KILLs under load loses nothing and hangs no call (seed 811)', async () => {
+    const random = faultRandom(811);
+    const redis = await TestRedisServer.start();
+    try {
+      const fa = await apps.boot({ type: 'redis', url: redis.url });
+      const ledger = fa.handlers.ledger;
+      fa.handlers.hold = () => sleep(random.int(0, 20));
+      let storming = true;
+      let kills = 0;
+      let lastKill = 0;
+      const storm = (async () => {
+        while (storming) {
+          await sleep(random.int(80, 250));
+          if (!storming) break;
+          kills += await redis.killClients();
+          lastKill = Date.now();
+        }
+      })();
+      const load = await scheduleLoad(fa, ledger, random, { topic: FAULT.narrow, count: 800, prefix: 'k', minMs: 50, maxMs: 2_000, parallel: 40, boundMs: BOUND_MS, tries: 5 });
+      storming = false;
+      await storm;
+      await eventually(() => ledger.tally().lost === 0, Math.max(0, load.lastDueAt - Date.now()) + 6_000);
+      const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
+      const tally = ledger.tally();
+      console.log(`CLIENT KILL storm (seed ${random.seed}): ${kills} connections killed; ${describeTally(tally)}; schedule calls rejected ${load.rejected}, hung ${load.hung}`);
+      expect(verdict(random, tally, { hungCalls: load.hung, drained, acknowledged: load.acknowledged > 0, lateDuplicates: duplicatesStartedAfter(fa, lastKill) })).toEqual({
+        seed: random.seed,
+        ...clean,
+        hungCalls: 0,
+        drained: true,
+        acknowledged: true,
+        lateDuplicates: 0,
+      });
+      expect(kills).toBeGreaterThan(5);
+    } finally {
+      await apps.closeAll();
+      await redis.dispose();
+    }
+  }, 60_000);
+
+  it('kill -9 and restart of Redis with AOF while handlers run: every acknowledged action runs, none early (seed 812)', async () => {
+    const random = faultRandom(812);
+    const redis = await TestRedisServer.start({ appendonly: true });
+    try {
+      const fa = await apps.boot({ type: 'redis', url: redis.url });
+      const ledger = fa.handlers.ledger;
+      fa.handlers.hold = () => sleep(random.int(50, 400));
+      const load = scheduleLoad(fa, ledger, random, { topic: FAULT.narrow, count: 400, prefix: 'a', minMs: 0, maxMs: 2_500, parallel: 20, boundMs: BOUND_MS, tries: 30 });
+      await sleep(random.int(600, 1_000));
+      await redis.kill();
+      const killedAt = Date.now();
+      await sleep(random.int(200, 600));
+      await redis.boot();
+      const done = await load;
+      await eventually(() => ledger.tally().lost === 0, Math.max(0, done.lastDueAt - Date.now()) + 6_000);
+      const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
+      const tally = ledger.tally();
+      console.log(`kill -9 + restart with AOF (seed ${random.seed}): ${describeTally(tally)}; schedule calls rejected ${done.rejected}, hung ${done.hung}`);
+      expect(verdict(random, tally, { hungCalls: done.hung, drained, lateDuplicates: duplicatesStartedAfter(fa, killedAt) })).toEqual({ seed: random.seed, ...clean, hungCalls: 0, drained: true, lateDuplicates: 0 });
+    } finally {
+      await apps.closeAll();
+      await redis.dispose();
+    }
+  }, 60_000);
+
+  it('Redis restarted empty (no persistence) while handlers run: the loss is reported, and no old run changes an arming made after the restart (seed 813)', async () => {
+    const random = faultRandom(813);
+    const redis = await TestRedisServer.start();
+    try {
+      const fa = await apps.boot({ type: 'redis', url: redis.url });
+      const ledger = fa.handlers.ledger;
+      const topics = [FAULT.basic, FAULT.once] as const;
+      const keys = Array.from({ length: 20 }, (_, n) => `k${n}`);
+      // Before: each key due at once; its run holds until after the restart, then resolves or throws (a retry, or a burial with one attempt).
+      let restarted = false;
+      let oldRunsLeft = 0;
+      fa.handlers.hold = async (run) => {
+        if (run.startedAt > restartAt) return;
+        oldRunsLeft++;
+        try {
+          while (!restarted) await sleep(20);
+          await sleep(random.int(200, 1_200));
+          if (run.key.endsWith('1') || run.key.endsWith('3') || run.key.endsWith('7')) throw new Error('an old run fails after the restart');
+        } finally {
+          oldRunsLeft--;
+        }
+      };
+      let restartAt = Number.MAX_SAFE_INTEGER;
+      for (const topic of topics) for (const key of keys) ledger.armed(topic, key, (await fa.delay.schedule(topic, key, { delay: 1, payload: 'before' })).dueAt, 'before the restart');
+      // And some that are not due yet: Redis forgets them, which is expected and must be reported.
+      for (const key of keys) ledger.armed(FAULT.basic, `later-${key}`, (await fa.delay.schedule(FAULT.basic, `later-${key}`, { delay: 60_000 })).dueAt, 'pending at the restart');
+      const allStarted = await eventually(() => fa.handlers.running >= topics.length * keys.length, 5_000);
+
+      restartAt = Date.now();
+      await redis.kill();
+      await redis.boot({ appendonly: false });
+      restarted = true;
+
+      // After: the same keys armed again, in the same order, due in 2.5 s: the old runs settle meanwhile.
+      const afterRestart: Array<{ topic: string; key: string; dueAt: number }> = [];
+      for (const topic of topics) {
+        for (const key of keys) {
+          const pending = await eventually(async () => {
+            const armed = await fa.delay.schedule(topic, key, { delay: 2_500, payload: 'after' });
+            ledger.armed(topic, key, armed.dueAt, 'after the restart');
+            afterRestart.push({ topic, key, dueAt: armed.dueAt.getTime() });
+            return true;
+          }, 5_000);
+          expect({ scheduledAfterRestart: pending, topic, key }).toEqual({ scheduledAfterRestart: true, topic, key });
+        }
+      }
+      ledger.forgive('Redis restarted without persistence', (topic, key) => key.startsWith('later-'));
+      const oldRunsSettled = await eventually(() => oldRunsLeft === 0, 5_000);
+      const lastDue = Math.max(...afterRestart.map((arming) => arming.dueAt));
+      await eventually(() => ledger.tally().lost === 0, Math.max(0, lastDue - Date.now()) + 4_000);
+      await sleep(300);
+      const tally = ledger.tally();
+      const newRuns = ledger.runs.filter((run) => afterRestart.some((arming) => arming.topic === run.topic && arming.key === run.key && arming.dueAt === run.dueAt));
+      const storeResets = fa.events.filter((event) => (event.type as string) === 'storeReset');
+      const deadAfter = await fa.delay.countDead(FAULT.once).catch(() => -1);
+      console.log(`restart without persistence (seed ${random.seed}): ${describeTally(tally)}; storeReset events ${storeResets.length}; dead-lettered ${deadAfter}`);
+      expect(
+        verdict(random, tally, {
+          allOldRunsStarted: allStarted,
+          oldRunsSettled,
+          // Each arming made after the restart runs once, as attempt 1, at or after its due time.
+          newArmingsRunOnce: newRuns.length === afterRestart.length && newRuns.every((run) => run.attempt === 1),
+          deadLettered: deadAfter,
+          storeResetReported: storeResets.length > 0,
+        }),
+      ).toEqual({ seed: random.seed, ...clean, allOldRunsStarted: true, oldRunsSettled: true, newArmingsRunOnce: true, deadLettered: 0, storeResetReported: true });
+      expect(storeResets[0]).toMatchObject({ topic: '*', key: '' });
+    } finally {
+      await apps.closeAll();
+      await redis.dispose();
+    }
+  }, 60_000);
+});
