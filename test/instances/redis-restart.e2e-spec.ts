@@ -43,8 +43,9 @@ it('SIGKILL of redis-server (AOF, fsync always) and a restart: every pending act
   // Setup was quick enough for the test to mean something: nothing of the pending batch was due yet at the kill.
   expect(killedAt).toBeLessThan(t0 + 1_000);
   await sleep(DOWN_MS);
-  await server.boot();
+  // Taken before the boot: a consumer may reconnect and start a run before boot() returns on a busy machine.
   const bootedAt = Date.now();
+  await server.boot();
 
   await current.until(() => current.ends.length >= DONE + OVERDUE + LATER, 20_000, 'the actions pending at the kill to complete');
   // Nothing is pending now: the consumers sleep with no timer armed, so only the wake channel (their
@@ -78,7 +79,9 @@ it('SIGKILL of redis-server (AOF, fsync always) and a restart: every pending act
   expect({ twice, lost, early }).toEqual({ twice: [], lost: [], early: [] });
   expect(runsOf('done').every((start) => start.at < killedAt)).toBe(true);
   expect([...runsOf('overdue'), ...runsOf('later')].every((start) => start.at > bootedAt && start.attempt === 1)).toBe(true);
-  expect(afterLateness.max).toBeLessThan(1_000);
+  // Woken through the re-subscribed wake channel, not by the safety re-check (wakeCheck, 10 s by default):
+  // the bound leaves room for a busy machine while still telling the two apart.
+  expect(afterLateness.max).toBeLessThan(5_000);
 }, 60_000);
 
 it('an action scheduled as soon as Redis is back, before idle consumers have reconnected, still runs once they do', async () => {
