@@ -54,6 +54,8 @@ export class RedisTopicConsumer {
    * and gets back what it took, same attempt, instead of waiting for its lease.
    */
   private claimId: string | undefined;
+  /** The last claim whose reply arrived: the next claim deletes its record. */
+  private answeredClaimId = '-';
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -119,11 +121,12 @@ export class RedisTopicConsumer {
       const { keys, leaseMs } = this.settings;
       reply = await this.connection.run<Array<string | number>>(
         'claim',
-        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId],
+        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId],
         [Math.max(0, limit), leaseMs, keys.itemsPrefix],
       );
       this.failures = 0;
       this.claimId = undefined;
+      this.answeredClaimId = claimId;
     } catch (error) {
       // Redis refused the script itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;

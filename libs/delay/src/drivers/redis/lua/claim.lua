@@ -15,6 +15,8 @@ KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 KEYS[5] claim record LIST: member, token pairs this claim took (its id is
         chosen by the caller, so a claim whose reply was lost can be asked
         again: it then hands back what it took, still leased, same attempt)
+KEYS[6] the record of this instance's previous claim, whose reply arrived:
+        no longer needed, deleted (a record otherwise expires with its lease)
 ARGV[1] limit: how many to claim at most
 ARGV[2] lease, ms
 ARGV[3] items key prefix (a batch's items live at prefix .. member, same hash tag)
@@ -45,6 +47,8 @@ for _, member in ipairs(expired) do
     redis.call('ZADD', KEYS[1], now, member)
   end
 end
+
+redis.call('DEL', KEYS[6])
 
 local result = {now, -1}
 local function hand(member, envelope)
