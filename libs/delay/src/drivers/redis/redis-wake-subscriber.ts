@@ -27,7 +27,7 @@ export class RedisWakeSubscriber {
   ) {}
 
   async start(): Promise<void> {
-    await this.open();
+    await this.reopen();
     this.checkTimer = setInterval(() => void this.check(), this.checkEveryMs);
     this.checkTimer.unref();
   }
@@ -61,24 +61,33 @@ export class RedisWakeSubscriber {
     this.lookAgain();
   }
 
-  /** Keep-alive: a subscriber that does not answer a PING is replaced. */
+  /** Keep-alive: a subscriber that does not answer a PING is replaced; one that could not be opened is tried again. */
   private async check(): Promise<void> {
     const client = this.client;
-    if (this.stopped || this.replacing || !client) return;
-    try {
-      await this.connection.bounded('PING (pub/sub)', client.ping());
-    } catch (error) {
-      this.replacing = true;
-      this.logger.warn(`The wake-up connection did not answer (${describeError(error)}): opening a new one`);
-      client.disconnect();
-      if (this.client === client) this.client = undefined;
+    if (this.stopped || this.replacing) return;
+    if (client) {
       try {
-        await this.open();
-      } catch (reopenError) {
-        this.logger.warn(`Could not open a new wake-up connection yet: ${describeError(reopenError)}`);
-      } finally {
-        this.replacing = false;
+        await this.connection.bounded('PING (pub/sub)', client.ping());
+        return;
+      } catch (error) {
+        this.logger.warn(`The wake-up connection did not answer (${describeError(error)}): opening a new one`);
+        client.disconnect();
+        if (this.client === client) this.client = undefined;
       }
+    }
+    await this.reopen();
+  }
+
+  /** Opens a subscriber; failing that, the consumers' safety re-check covers wake-ups until the next check. */
+  private async reopen(): Promise<void> {
+    this.replacing = true;
+    try {
+      await this.open();
+    } catch (error) {
+      this.logger.warn(`Could not open the wake-up connection yet: ${describeError(error)}`);
+      this.lookAgain();
+    } finally {
+      this.replacing = false;
     }
   }
 }
