@@ -2,7 +2,7 @@ import { DelayService } from 'nestjs-delay';
 import { Cluster } from 'ioredis';
 import { INestApplication } from '@nestjs/common';
 import { bootDelayApp } from '../conformance/support/driver-fixture';
-import { FaultDriverConfig, FaultHandlers, FAULT, sleep, within } from '../faults/support/fault-app';
+import { FaultDriverConfig, FaultHandlers, FAULT, sleep, within, report } from '../faults/support/fault-app';
 import { TestRedisCluster } from '../support/redis-cluster';
 
 /**
@@ -110,9 +110,10 @@ describe('Redis Cluster: a master killed -9 while scheduling', () => {
   it('with waitForReplicas { replicas: 1, timeout: 1s }: nothing acknowledged is lost', async () => {
     if (!cluster || !client) throw new Error('no cluster');
     const outcome = await scheduleThroughFailover(cluster, client, { waitForReplicas: { replicas: 1, timeout: '1s' } });
-    console.log(
-      `cluster failover WITH waitForReplicas: ${outcome.acknowledged} schedules acknowledged, ${outcome.lost.length} of them lost (${outcome.duringLag} acknowledged while the replica lagged); ` +
+    report(
+      `failover WITH waitForReplicas: ${outcome.acknowledged} schedules acknowledged, ${outcome.lost.length} of them lost (${outcome.duringLag} acknowledged while the replica lagged); ` +
         `${outcome.rejected} rejected, ${outcome.hung} hung; replica promoted ${outcome.promotedAfterMs} ms after the kill`,
+      'cluster',
     );
     expect({ acknowledgedSome: outcome.acknowledged > 0, lost: outcome.lost.slice(0, 20), hung: outcome.hung }).toEqual({ acknowledgedSome: true, lost: [], hung: 0 });
   }, 60_000);
@@ -120,8 +121,8 @@ describe('Redis Cluster: a master killed -9 while scheduling', () => {
   it('without waitForReplicas: reports how many acknowledged schedules a failover lost', async () => {
     if (!cluster || !client) throw new Error('no cluster');
     const outcome = await scheduleThroughFailover(cluster, client, {});
-    const report = `cluster failover WITHOUT waitForReplicas: ${outcome.acknowledged} schedules acknowledged, ${outcome.lost.length} of them lost (asynchronous replication; ${outcome.duringLag} acknowledged while the replica lagged); ${outcome.rejected} rejected, ${outcome.hung} hung; replica promoted ${outcome.promotedAfterMs} ms after the kill`;
-    console.log(report);
+    const summary = `failover WITHOUT waitForReplicas: ${outcome.acknowledged} schedules acknowledged, ${outcome.lost.length} of them lost (asynchronous replication; ${outcome.duringLag} acknowledged while the replica lagged); ${outcome.rejected} rejected, ${outcome.hung} hung; replica promoted ${outcome.promotedAfterMs} ms after the kill`;
+    report(summary, 'cluster');
     // A loss is allowed here (that is what the option is for); it must be counted, and no call may hang.
     expect({ acknowledgedSome: outcome.acknowledged > 0, lostCounted: Number.isInteger(outcome.lost.length), hung: outcome.hung }).toEqual({ acknowledgedSome: true, lostCounted: true, hung: 0 });
   }, 60_000);

@@ -1,6 +1,6 @@
 import { FaultProxy } from '../support/fault-proxy';
 import { TestRedisServer } from '../support/redis-server';
-import { describeTally, eventually, FAULT, faultApps } from './support/fault-app';
+import { describeTally, eventually, FAULT, faultApps, report } from './support/fault-app';
 import { driverScript } from './support/driver-scripts';
 
 /**
@@ -43,7 +43,7 @@ describe('faults: a lost claim reply', () => {
     const dead = await producer.delay.countDead(FAULT.once);
     const pending = await producer.delay.count(FAULT.once);
     const tally = ledger.tally();
-    console.log(`lost claim reply (${lost.length} lost): ${describeTally(tally)}; dead-lettered ${dead}; still pending ${pending}`);
+    report(`lost claim reply (${lost.length} lost): ${describeTally(tally)}; dead-lettered ${dead}; still pending ${pending}`);
     expect({
       claimRepliesLost: lost.length,
       allRan,

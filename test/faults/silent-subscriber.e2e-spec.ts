@@ -1,6 +1,6 @@
 import { FaultProxy } from '../support/fault-proxy';
 import { TestRedisServer } from '../support/redis-server';
-import { describeTally, eventually, FAULT, faultApps, sleep } from './support/fault-app';
+import { describeTally, eventually, FAULT, faultApps, sleep, report } from './support/fault-app';
 import { faultRandom } from './support/fault-seed';
 
 /**
@@ -55,7 +55,7 @@ describe('faults: a silently dead subscriber connection on an idle worker', () =
     const allRan = await eventually(() => ledger.tally().lost === 0, lastDue - Date.now() + bound);
     const tally = ledger.tally();
     const latest = Math.max(0, ...ledger.runs.map((run) => run.startedAt - run.dueAt));
-    console.log(`silent subscriber (seed ${random.seed}): ${describeTally(tally)}; latest run ${latest} ms after its due time`);
+    report(`silent subscriber (seed ${random.seed}): ${describeTally(tally)}; latest run ${latest} ms after its due time`);
     expect({ seed: random.seed, subscribed, allRan, lost: tally.lost, early: tally.early }).toEqual({ seed: random.seed, subscribed: true, allRan: true, lost: 0, early: 0 });
   }, 30_000);
 });

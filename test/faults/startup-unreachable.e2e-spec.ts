@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { DelayModule, DriverUnavailableError } from 'nestjs-delay';
 import { FaultProxy } from '../support/fault-proxy';
 import { TestRedisServer } from '../support/redis-server';
-import { FaultDriverConfig, FAST, sleep, within } from './support/fault-app';
+import { FaultDriverConfig, FAST, sleep, within, report } from './support/fault-app';
 
 /**
  * Redis is unreachable when the app starts: the boot rejects with
@@ -48,6 +48,6 @@ describe('faults: Redis unreachable at startup', () => {
       connectionAttemptsAfterTheFailure: attemptsAfter,
       open: proxy.open,
     }).toEqual({ unavailable: true, code: 'ERR_DELAY_DRIVER_UNAVAILABLE', triedToConnect: true, connectionAttemptsAfterTheFailure: 0, open: 0 });
-    console.log(`startup with Redis unreachable: rejected after ${ms} ms, ${attemptsAtFailure} connection attempt(s)`);
+    report(`startup with Redis unreachable: rejected after ${ms} ms, ${attemptsAtFailure} connection attempt(s)`);
   }, 30_000);
 });
