@@ -12,7 +12,8 @@ describe.each(conformanceDrivers())('conformance: handlers on the $name driver',
   let t: Booted;
   let subscription: Subscription | undefined;
 
-  beforeAll(() => fx.start());
+  // Starting a local Redis Cluster takes a few seconds.
+  beforeAll(() => fx.start(), 30_000);
   afterAll(() => fx.stop());
   beforeEach(async () => {
     t = await fx.boot();

@@ -124,7 +124,8 @@ const ROUND_TRIPS: Array<{ readonly name: string; readonly payload: unknown; rea
 describe.each(conformanceDrivers())('conformance: inputs on the $name driver', (fx) => {
   let t: Booted;
 
-  beforeAll(() => fx.start());
+  // Starting a local Redis Cluster takes a few seconds.
+  beforeAll(() => fx.start(), 30_000);
   afterAll(() => fx.stop());
   beforeEach(async () => {
     t = await fx.boot();

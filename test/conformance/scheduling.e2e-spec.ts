@@ -9,7 +9,8 @@ import { TOPIC } from './support/probe';
 describe.each(conformanceDrivers())('conformance: scheduling on the $name driver', (fx) => {
   let t: Booted;
 
-  beforeAll(() => fx.start());
+  // Starting a local Redis Cluster takes a few seconds.
+  beforeAll(() => fx.start(), 30_000);
   afterAll(() => fx.stop());
   beforeEach(async () => {
     t = await fx.boot();

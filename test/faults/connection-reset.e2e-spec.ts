@@ -1,6 +1,6 @@
 import { CommandFault, FaultProxy } from '../support/fault-proxy';
 import { TestRedisServer } from '../support/redis-server';
-import { COMMAND_TIMEOUT_MS, describeTally, eventually, FAULT, faultApps } from './support/fault-app';
+import { COMMAND_TIMEOUT_MS, describeTally, eventually, FAULT, faultApps, report } from './support/fault-app';
 import { FaultLedger } from './support/fault-ledger';
 import { faultRandom } from './support/fault-seed';
 import { driverScript } from './support/driver-scripts';
@@ -91,6 +91,6 @@ describe('faults: a connection reset during a call', () => {
       details: [],
     });
     expect(done).toHaveLength(occurrences.length);
-    console.log(`reset during ${scripts.join('/')} (seed ${random.seed}, faults ${done.join(', ')}): ${describeTally(tally)}; schedule calls rejected ${load.rejected}`);
+    report(`reset during ${scripts.join('/')} (seed ${random.seed}, faults ${done.join(', ')}): ${describeTally(tally)}; schedule calls rejected ${load.rejected}`);
   }, 30_000);
 });

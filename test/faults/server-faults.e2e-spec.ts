@@ -1,6 +1,6 @@
 import { Random } from '../instances/support/random';
 import { TestRedisServer } from '../support/redis-server';
-import { COMMAND_TIMEOUT_MS, describeTally, eventually, FAULT, FaultApp, faultApps, sleep } from './support/fault-app';
+import { COMMAND_TIMEOUT_MS, describeTally, eventually, FAULT, FaultApp, faultApps, sleep, report } from './support/fault-app';
 import { FaultTally } from './support/fault-ledger';
 import { faultRandom } from './support/fault-seed';
 import { scheduleLoad } from './support/workload';
@@ -63,7 +63,7 @@ describe('faults: the Redis server', () => {
       await eventually(() => ledger.tally().lost === 0, Math.max(0, load.lastDueAt - Date.now()) + 6_000);
       const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
       const tally = ledger.tally();
-      console.log(`CLIENT KILL storm (seed ${random.seed}): ${kills} connections killed; ${describeTally(tally)}; schedule calls rejected ${load.rejected}, hung ${load.hung}`);
+      report(`CLIENT KILL storm (seed ${random.seed}): ${kills} connections killed; ${describeTally(tally)}; schedule calls rejected ${load.rejected}, hung ${load.hung}`);
       expect(verdict(random, tally, { hungCalls: load.hung, drained, acknowledged: load.acknowledged > 0, lateDuplicates: duplicatesStartedAfter(fa, lastKill) })).toEqual({
         seed: random.seed,
         ...clean,
@@ -96,7 +96,7 @@ describe('faults: the Redis server', () => {
       await eventually(() => ledger.tally().lost === 0, Math.max(0, done.lastDueAt - Date.now()) + 6_000);
       const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
       const tally = ledger.tally();
-      console.log(`kill -9 + restart with AOF (seed ${random.seed}): ${describeTally(tally)}; schedule calls rejected ${done.rejected}, hung ${done.hung}`);
+      report(`kill -9 + restart with AOF (seed ${random.seed}): ${describeTally(tally)}; schedule calls rejected ${done.rejected}, hung ${done.hung}`);
       expect(verdict(random, tally, { hungCalls: done.hung, drained, lateDuplicates: duplicatesStartedAfter(fa, killedAt) })).toEqual({ seed: random.seed, ...clean, hungCalls: 0, drained: true, lateDuplicates: 0 });
     } finally {
       await apps.closeAll();
@@ -159,7 +159,7 @@ describe('faults: the Redis server', () => {
       const newRuns = ledger.runs.filter((run) => afterRestart.some((arming) => arming.topic === run.topic && arming.key === run.key && arming.dueAt === run.dueAt));
       const storeResets = fa.events.filter((event) => (event.type as string) === 'storeReset');
       const deadAfter = await fa.delay.countDead(FAULT.once).catch(() => -1);
-      console.log(`restart without persistence (seed ${random.seed}): ${describeTally(tally)}; storeReset events ${storeResets.length}; dead-lettered ${deadAfter}`);
+      report(`restart without persistence (seed ${random.seed}): ${describeTally(tally)}; storeReset events ${storeResets.length}; dead-lettered ${deadAfter}`);
       expect(
         verdict(random, tally, {
           allOldRunsStarted: allStarted,

@@ -1,7 +1,7 @@
 import { DelayService, DriverUnavailableError } from 'nestjs-delay';
 import { FaultProxy } from '../support/fault-proxy';
 import { TestRedisServer } from '../support/redis-server';
-import { COMMAND_TIMEOUT_MS, eventually, FAULT, faultApps, sleep } from './support/fault-app';
+import { COMMAND_TIMEOUT_MS, eventually, FAULT, faultApps, sleep, report } from './support/fault-app';
 
 /** What a loaded machine may add to the configured bound before a call counts as late. */
 const SLACK_MS = 1_500;
@@ -98,7 +98,7 @@ describe('faults: Redis stops answering', () => {
       end();
     }
     const late = settled.filter((entry) => !entry.withinBound || (entry.outcome !== 'resolved' && entry.outcome !== 'unavailable'));
-    console.log(`${settled.map((entry) => `${entry.call} ${entry.outcome} in ${entry.ms} ms`).join('; ')}`);
+    report(`${settled.map((entry) => `${entry.call} ${entry.outcome} in ${entry.ms} ms`).join('; ')}`);
     expect(late).toEqual([]);
 
     // After the fault: calls work and a new action fires.

@@ -27,9 +27,9 @@ class Pair {
   subscriber = false;
   closed = false;
   /** Bytes from the client not yet read as whole commands. */
-  private fromClient = Buffer.alloc(0);
+  private fromClient: Buffer = Buffer.alloc(0);
   /** Bytes from Redis not yet read as whole replies. */
-  private fromServer = Buffer.alloc(0);
+  private fromServer: Buffer = Buffer.alloc(0);
   /** Per command sent upstream, in order: whether to reset instead of forwarding its reply. */
   private readonly awaiting: boolean[] = [];
   /** Client bytes that are not RESP: passed on as they are, with no more parsing. */

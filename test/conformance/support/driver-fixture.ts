@@ -1,6 +1,8 @@
 import { INestApplication, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DelayModule, DelayModuleOptions, DelayService, VirtualClock } from 'nestjs-delay';
+import type { Cluster } from 'ioredis';
+import { TestRedisCluster } from '../../support/redis-cluster';
 import { TestRedisServer } from '../../support/redis-server';
 import { Probe } from './probe';
 
@@ -42,7 +44,7 @@ export async function bootDelayApp(options: DelayModuleOptions, providers: Provi
  * lets work proceed while handlers are being held on gates.
  */
 export abstract class DriverFixture {
-  abstract readonly name: 'wheel' | 'redis';
+  abstract readonly name: 'wheel' | 'redis' | 'redis-cluster';
   /** How late, in the driver's ms, a due action may fire in these tests. */
   abstract readonly latenessMs: number;
   /** How long before a due time a "not fired yet" check is safe. */
@@ -177,7 +179,7 @@ export class WheelFixture extends DriverFixture {
 
 /** The Redis driver on the file's own redis-server, a fresh key prefix per test, in real time. */
 export class RedisFixture extends DriverFixture {
-  readonly name = 'redis';
+  readonly name: 'redis' | 'redis-cluster' = 'redis';
   readonly latenessMs = 250;
   readonly marginMs = 30;
   private server: TestRedisServer | undefined;
@@ -220,7 +222,42 @@ export class RedisFixture extends DriverFixture {
   }
 }
 
+/**
+ * The Redis driver on a local Redis Cluster of the file's own (3 masters, 3
+ * replicas), through an ioredis Cluster client the app passes in, as a user
+ * of a cluster would: the driver leaves that client open, so the fixture
+ * closes it after each app.
+ */
+export class RedisClusterFixture extends RedisFixture {
+  override readonly name = 'redis-cluster';
+  private cluster: TestRedisCluster | undefined;
+  private clients: Cluster[] = [];
+  private clusterPrefixes = 0;
+
+  override async start(): Promise<void> {
+    this.cluster = await TestRedisCluster.start();
+  }
+
+  override async stop(): Promise<void> {
+    await this.cluster?.dispose();
+    this.cluster = undefined;
+  }
+
+  override async shutdown(): Promise<void> {
+    await super.shutdown();
+    for (const client of this.clients.splice(0)) client.disconnect();
+  }
+
+  protected override moduleOptions(): DelayModuleOptions {
+    if (!this.cluster) throw new Error('RedisClusterFixture.start() was not called');
+    this.clusterPrefixes++;
+    const client = this.cluster.client();
+    this.clients.push(client);
+    return { driver: { type: 'redis', client, prefix: `conf-${process.pid}-${this.clusterPrefixes}` } };
+  }
+}
+
 /** The drivers every conformance case runs against. */
 export function conformanceDrivers(): DriverFixture[] {
-  return [new WheelFixture(), new RedisFixture()];
+  return [new WheelFixture(), new RedisFixture(), new RedisClusterFixture()];
 }

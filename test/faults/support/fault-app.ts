@@ -1,5 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayEvent, DelayModuleOptions, DelayService, OnDelayExpired, RedisDriverConfig } from 'nestjs-delay';
+import { DelayContext, DelayDriverConfig, DelayEvent, DelayModuleOptions, DelayService, OnDelayExpired } from 'nestjs-delay';
 import { Subscription } from 'rxjs';
 import { bootDelayApp } from '../../conformance/support/driver-fixture';
 import { FaultLedger, FaultRun } from './fault-ledger';
@@ -29,6 +29,9 @@ export interface FaultDriverOptions {
   /** The idle re-check and subscriber keep-alive period. */
   readonly wakeCheck?: string;
 }
+
+/** The Redis driver's config, as the public types give it. */
+type RedisDriverConfig = Extract<DelayDriverConfig, { readonly type: 'redis' }>;
 
 export type FaultDriverConfig = RedisDriverConfig & FaultDriverOptions;
 
@@ -164,4 +167,9 @@ export function describeTally(tally: ReturnType<FaultLedger['tally']>): string {
     `scheduled ${tally.scheduled}, fired ${tally.fired}, fired twice ${tally.firedTwice}, lost ${tally.lost}, early ${tally.early}, ` +
     `fired after cancel ${tally.firedAfterCancel}, expected losses ${tally.forgiven}, unknown runs ${tally.unknownRuns}`
   );
+}
+
+/** Prints a figure of a fault test to the terminal (the suite's reports, not debugging output). */
+export function report(line: string, tag = 'faults'): void {
+  process.stdout.write(`  [${tag}] ${line}\n`);
 }
