@@ -5,6 +5,7 @@ export { OnDelayExpired } from './decorators/on-delay-expired.decorator';
 export { DELAY_DRIVER } from './delay.constants';
 
 export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig } from './interfaces/delay-module-options.interface';
+export type { DelayOptionsFactory } from './interfaces/delay-options-factory.interface';
 export type { DelayHandlerOptions, BackoffOption } from './interfaces/delay-handler-options.interface';
 export type { DelayContext } from './interfaces/delay-context.interface';
 export type { DelayEvent, DelayEventType } from './interfaces/delay-event.interface';
