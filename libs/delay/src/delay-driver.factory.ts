@@ -5,7 +5,7 @@ import { DelayDriver } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
 
 /** The ioredis majors the Redis driver is built and tested against (the package's peer range). */
-const IOREDIS_RANGE = 'ioredis 5 or 6';
+const IOREDIS_RANGE = 'version 5 or 6';
 
 /**
  * Builds the driver the options name; a driver instance given in the options
