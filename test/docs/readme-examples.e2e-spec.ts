@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import * as ts from 'typescript';
 
 /*
- * Every ```ts block of README.md is type-checked, as written, under the
+ * Every ```ts block of README.md and of the package's own README
+ * (libs/delay/README.md, the one the registry shows) is type-checked, as written, under the
  * tsconfigs users have: Nest 10's (CommonJS, node10 resolution, not strict),
  * Nest 12's `nest new` (nodenext, isolatedModules with emitDecoratorMetadata,
  * strict) and an ES-module app ("type": "module", nodenext). `nestjs-delay`
@@ -13,7 +14,8 @@ import * as ts from 'typescript';
  * What the examples may take for granted, and so the test provides:
  * - PRELUDE: the application's own types the examples use without defining
  *   them (Order, OrdersRepository, WebhookClient, ...), as ambient declarations;
- * - APP_MODULE: `../src/app.module`, the module a test example boots;
+ * - APP_FILES: the app's own modules the examples import by relative path
+ *   (`../src/app.module`, `./orders.service`, ...), as empty classes;
  * - FRAGMENT_IMPORTS: a block with no import statement is a fragment (an
  *   option object, a class excerpt) and is compiled after these imports.
  *   A block with imports must be complete: it is what a reader copies.
@@ -22,7 +24,7 @@ import * as ts from 'typescript';
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const README = path.join(ROOT, 'README.md');
+const READMES = ['README.md', 'libs/delay/README.md'];
 
 const PRELUDE = `
 interface Order { readonly id: string; readonly total: number }
@@ -38,7 +40,11 @@ declare class OrderTimeouts {}
 declare class SettingsModule {}
 `;
 
-const APP_MODULE = `import { Module } from '@nestjs/common';\n@Module({})\nexport class AppModule {}\n`;
+const APP_FILES: Record<string, string> = {
+  'app.module.ts': `import { Module } from '@nestjs/common';\n@Module({})\nexport class AppModule {}\n`,
+  'orders.service.ts': `export class OrdersService {}\n`,
+  'order-timeouts.ts': `export class OrderTimeouts {}\n`,
+};
 
 const FRAGMENT_IMPORTS = [
   `import { Injectable, Module } from '@nestjs/common';`,
@@ -49,6 +55,8 @@ const FRAGMENT_IMPORTS = [
 ].join('\n');
 
 interface Example {
+  /** The README, relative to the repository. */
+  readonly file: string;
   readonly index: number;
   /** Line of README.md where the block's code starts. */
   readonly line: number;
@@ -56,12 +64,14 @@ interface Example {
 }
 
 function readmeExamples(): Example[] {
-  const text = readFileSync(README, 'utf8');
   const examples: Example[] = [];
-  const fence = /^```ts\n([\s\S]*?)^```$/gm;
-  for (let match = fence.exec(text); match; match = fence.exec(text)) {
-    const line = text.slice(0, match.index).split('\n').length + 1;
-    examples.push({ index: examples.length + 1, line, code: match[1] });
+  for (const file of READMES) {
+    const text = readFileSync(path.join(ROOT, file), 'utf8');
+    const fence = /^```ts\n([\s\S]*?)^```$/gm;
+    for (let match = fence.exec(text); match; match = fence.exec(text)) {
+      const line = text.slice(0, match.index).split('\n').length + 1;
+      examples.push({ file, index: examples.length + 1, line, code: match[1] });
+    }
   }
   return examples;
 }
@@ -118,7 +128,7 @@ function typeCheck(examples: Example[], variant: Variant): string[] {
   const virtual = new Map<string, string>();
   virtual.set(path.join(appDir, 'package.json'), JSON.stringify({ name: 'readme-app', private: true, ...(variant.esm ? { type: 'module' } : {}) }));
   virtual.set(path.join(appDir, 'src', 'prelude.d.ts'), PRELUDE);
-  virtual.set(path.join(appDir, 'src', 'app.module.ts'), APP_MODULE);
+  for (const [name, text] of Object.entries(APP_FILES)) virtual.set(path.join(appDir, 'src', name), text);
   const headerLines = new Map<string, number>();
   for (const example of examples) {
     const fragment = !/^import\s/m.test(example.code);
@@ -152,19 +162,20 @@ function typeCheck(examples: Example[], variant: Variant): string[] {
       const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n');
       const example = examples.find((candidate) => path.join(appDir, 'src', `readme-${candidate.index}.ts`) === name);
       const lineInFile = diagnostic.start === undefined ? 0 : sourceFile.getLineAndCharacterOfPosition(diagnostic.start).line;
-      const where = example ? `README.md:${example.line + lineInFile - (headerLines.get(name) ?? 0)} (block ${example.index})` : path.basename(name);
+      const where = example ? `${example.file}:${example.line + lineInFile - (headerLines.get(name) ?? 0)} (block ${example.index})` : path.basename(name);
       problems.push(`${where}: TS${diagnostic.code} ${message}`);
     }
   }
   return problems;
 }
 
-describe("README.md's TypeScript examples", () => {
+describe('The TypeScript examples of the READMEs', () => {
   const examples = readmeExamples();
 
   it('are found', () => {
     // A README without ts blocks (or a broken fence pattern) would make the checks below pass on nothing.
-    expect(examples.length).toBeGreaterThanOrEqual(8);
+    expect(examples.filter((example) => example.file === 'README.md').length).toBeGreaterThanOrEqual(8);
+    expect(examples.filter((example) => example.file === 'libs/delay/README.md').length).toBeGreaterThanOrEqual(3);
   });
 
   it.each(VARIANTS.map((variant) => [variant.name, variant] as const))('compile under the %s', (_name, variant) => {
@@ -172,13 +183,13 @@ describe("README.md's TypeScript examples", () => {
   });
 
   it('would report a broken example, with its README line', () => {
-    const broken: Example = { index: 99, line: 1000, code: `import { DelayService } from 'nestjs-delay';\nconst n: number = DelayService.name;\n` };
+    const broken: Example = { file: 'README.md', index: 99, line: 1000, code: `import { DelayService } from 'nestjs-delay';\nconst n: number = DelayService.name;\n` };
     const problems = typeCheck([broken], VARIANTS[1]);
     expect(problems).toEqual([expect.stringMatching(/^README\.md:1001 \(block 99\): TS2322 /)]);
   });
 
   it('really compiles the ES-module variant as ES modules, and the others as CommonJS', () => {
-    const topLevelAwait: Example = { index: 98, line: 1, code: `import { parseDuration } from 'nestjs-delay';\nawait Promise.resolve(parseDuration('1s'));\n` };
+    const topLevelAwait: Example = { file: 'README.md', index: 98, line: 1, code: `import { parseDuration } from 'nestjs-delay';\nawait Promise.resolve(parseDuration('1s'));\n` };
     expect(typeCheck([topLevelAwait], VARIANTS[2])).toEqual([]);
     expect(typeCheck([topLevelAwait], VARIANTS[1])).toEqual([expect.stringContaining('TS1309')]);
   });
