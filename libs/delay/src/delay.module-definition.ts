@@ -13,6 +13,8 @@ export const {
   MODULE_OPTIONS_TOKEN: DELAY_MODULE_OPTIONS,
 } = new ConfigurableModuleBuilder<DelayModuleOptions>()
   .setClassMethodName('forRoot')
+  // The method a `useClass` / `useExisting` provider implements: see DelayOptionsFactory.
+  .setFactoryMethodName('createDelayOptions')
   .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
   .build();
 

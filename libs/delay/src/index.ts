@@ -6,6 +6,7 @@ export { DELAY_DRIVER } from './delay.constants';
 
 export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig, RedisDriverConfig } from './interfaces/delay-module-options.interface';
 export type { RedisConnectionOptions, RedisClientLike } from './interfaces/redis-client.interface';
+export type { DelayOptionsFactory } from './interfaces/delay-options-factory.interface';
 export type { DelayHandlerOptions, BackoffOption } from './interfaces/delay-handler-options.interface';
 export type { DelayContext } from './interfaces/delay-context.interface';
 export type { DelayEvent, DelayEventType } from './interfaces/delay-event.interface';

@@ -11,3 +11,4 @@ export { ScopedHandlerError } from './scoped-handler.error';
 export { InvalidDelayOptionsError } from './invalid-delay-options.error';
 export { DriverUnavailableError } from './driver-unavailable.error';
 export { ActionKindConflictError } from './action-kind-conflict.error';
+export { MissingPeerDependencyError } from './missing-peer-dependency.error';

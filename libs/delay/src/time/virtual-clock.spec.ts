@@ -1,6 +1,18 @@
 import { VirtualClock } from 'nestjs-delay/testing';
 
 describe('VirtualClock', () => {
+  it('starts at the current time by default, so an `at` built from Date.now() is valid on it', () => {
+    const before = Date.now();
+    const clock = new VirtualClock();
+    expect(clock.now()).toBeGreaterThanOrEqual(before);
+    expect(clock.now()).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('refuses a start that is not a time', () => {
+    expect(() => new VirtualClock(new Date('not a date'))).toThrow(RangeError);
+    expect(() => new VirtualClock(Number.NaN)).toThrow(RangeError);
+  });
+
   it('starts at the given time and only moves when told', async () => {
     const clock = new VirtualClock(new Date('2031-05-01T00:00:00Z'));
     const start = clock.now();

@@ -13,6 +13,10 @@ interface VirtualTimer {
  * `await clock.advance('48h')`: every timer due in that span fires in time
  * order, and `advance` returns once the handlers it set off have settled,
  * retries included. Nothing waits in real time.
+ *
+ * It starts at the time it is created (`Date.now()`), so an `at` computed
+ * from the real clock is valid on it too; pass a Date or epoch ms to start
+ * somewhere fixed, for tests that assert exact dates.
  */
 export class VirtualClock extends DelayClock {
   private current: number;
@@ -20,9 +24,10 @@ export class VirtualClock extends DelayClock {
   private readonly timers = new Set<VirtualTimer>();
   private readonly idleWaiters: Array<() => Promise<void>> = [];
 
-  constructor(start: Date | number = Date.UTC(2030, 0, 1)) {
+  constructor(start: Date | number = Date.now()) {
     super();
     this.current = typeof start === 'number' ? start : start.getTime();
+    if (!Number.isFinite(this.current)) throw new RangeError(`VirtualClock needs a valid start time, got ${String(start)}`);
   }
 
   now(): number {
