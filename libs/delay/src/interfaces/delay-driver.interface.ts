@@ -30,7 +30,7 @@ export interface DelayDriver {
   /** Moves a dead action back to pending, due now, attempt 1. False if there was none. `id` is the dead action's id. */
   redrive(topic: string, id: string): Promise<boolean>;
 
-  /** Adds an item to the key's open batch, opening one if there is none (DESIGN.md, seed 004). */
+  /** Adds an item to the key's open batch, opening one if there is none (collect). */
   collect(command: CollectCommand): Promise<CollectResult>;
 
   /** Starts handing due actions of the consumer's topics to it. */

@@ -9,7 +9,7 @@ import { ActionArena, NIL } from './action-arena';
  * base-32 digit in which its due tick differs from the current tick. When
  * the current tick reaches a bucket of level L > 0, its actions are re-filed
  * one level down or more, until they reach level 0 and fall due. Compared to
- * the single ring with round counters of seed 000, nothing is re-visited each
+ * a single ring of slots with round counters, nothing is re-visited each
  * revolution: an action is touched at most once per level (ten levels),
  * whatever its delay, and an idle wheel has no work until its next bucket.
  *
