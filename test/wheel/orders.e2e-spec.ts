@@ -4,7 +4,7 @@ import { useApps } from './support/apps';
 
 type OrderStatus = 'unpaid' | 'paid' | 'cancelled';
 
-/** cancel an order still unpaid 30 minutes after checkout. */
+/** Cancel an order still unpaid 30 minutes after checkout. */
 @Injectable()
 class Orders {
   readonly status = new Map<string, OrderStatus>();

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DelayContext, DelayModule, DelayService, OnDelayExpired, VirtualClock } from 'nestjs-delay';
 import { useApps } from './support/apps';
 
-/** a user is offline 30 s after their last heartbeat; every heartbeat re-arms the timer. */
+/** A user is offline 30 s after their last heartbeat; every heartbeat re-arms the timer. */
 @Injectable()
 class Presence {
   readonly online = new Set<string>();

@@ -3,7 +3,7 @@ import { DelayClock, DelayContext, DelayModule, DelayService, OnDelayExpired, Wh
 import { DelayTestingModule, VirtualClock } from 'nestjs-delay/testing';
 import { useApps } from './support/apps';
 
-/** a delivered order the buyer has not rated within 48 h is rated 5 stars. */
+/** A delivered order the buyer has not rated within 48 h is rated 5 stars. */
 @Injectable()
 class Ratings {
   readonly stars = new Map<string, number>();
