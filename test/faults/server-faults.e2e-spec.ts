@@ -46,19 +46,29 @@ describe('faults: the Redis server', () => {
       const fa = await apps.boot({ type: 'redis', url: redis.url });
       const ledger = fa.handlers.ledger;
       fa.handlers.hold = () => sleep(random.int(0, 20));
+      // For 2.5 s, every 80-250 ms, CLIENT KILL of the app's command connections or of its subscriber (seeded).
       let storming = true;
       let kills = 0;
       let lastKill = 0;
       const storm = (async () => {
-        while (storming) {
+        const until = Date.now() + 2_500;
+        while (Date.now() < until) {
           await sleep(random.int(80, 250));
-          if (!storming) break;
-          kills += await redis.killClients();
+          kills += await redis.killClients(['TYPE', random.chance(0.75) ? 'normal' : 'pubsub']);
           lastKill = Date.now();
         }
+        storming = false;
       })();
-      const load = await scheduleLoad(fa, ledger, random, { topic: FAULT.narrow, count: 800, prefix: 'k', minMs: 50, maxMs: 2_000, parallel: 40, boundMs: BOUND_MS, tries: 5 });
-      storming = false;
+      // Meanwhile, waves of 60 schedules, each call retried when it is rejected.
+      const load = { acknowledged: 0, rejected: 0, hung: 0, lastDueAt: 0 };
+      for (let wave = 0; storming; wave++) {
+        const done = await scheduleLoad(fa, ledger, random, { topic: FAULT.narrow, count: 60, prefix: `k${wave}-`, minMs: 50, maxMs: 1_500, parallel: 20, boundMs: BOUND_MS, tries: 5 });
+        load.acknowledged += done.acknowledged;
+        load.rejected += done.rejected;
+        load.hung += done.hung;
+        load.lastDueAt = Math.max(load.lastDueAt, done.lastDueAt);
+        await sleep(random.int(20, 120));
+      }
       await storm;
       await eventually(() => ledger.tally().lost === 0, Math.max(0, load.lastDueAt - Date.now()) + 6_000);
       const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
