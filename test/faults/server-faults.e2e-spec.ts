@@ -60,12 +60,13 @@ describe('faults: the Redis server', () => {
         storming = false;
       })();
       // Meanwhile, waves of 60 schedules, each call retried when it is rejected.
-      const load = { acknowledged: 0, rejected: 0, hung: 0, lastDueAt: 0 };
+      const load = { acknowledged: 0, rejected: 0, hung: 0, lastDueAt: 0, cancelled: 0 };
       for (let wave = 0; storming; wave++) {
         const done = await scheduleLoad(fa, ledger, random, { topic: FAULT.narrow, count: 60, prefix: `k${wave}-`, minMs: 50, maxMs: 1_500, parallel: 20, boundMs: BOUND_MS, tries: 5 });
         load.acknowledged += done.acknowledged;
         load.rejected += done.rejected;
         load.hung += done.hung;
+        load.cancelled += done.cancelled;
         load.lastDueAt = Math.max(load.lastDueAt, done.lastDueAt);
         await sleep(random.int(20, 120));
       }
@@ -73,7 +74,7 @@ describe('faults: the Redis server', () => {
       await eventually(() => ledger.tally().lost === 0, Math.max(0, load.lastDueAt - Date.now()) + 6_000);
       const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
       const tally = ledger.tally();
-      report(`CLIENT KILL storm (seed ${random.seed}): ${kills} connections killed; ${describeTally(tally)}; schedule calls rejected ${load.rejected}, hung ${load.hung}`);
+      report(`CLIENT KILL storm (seed ${random.seed}): ${kills} connections killed; ${describeTally(tally)}; cancelled ${load.cancelled}; calls rejected ${load.rejected}, hung ${load.hung}`);
       expect(verdict(random, tally, { hungCalls: load.hung, drained, acknowledged: load.acknowledged > 0, lateDuplicates: duplicatesStartedAfter(fa, lastKill) })).toEqual({
         seed: random.seed,
         ...clean,
@@ -106,7 +107,7 @@ describe('faults: the Redis server', () => {
       await eventually(() => ledger.tally().lost === 0, Math.max(0, done.lastDueAt - Date.now()) + 6_000);
       const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
       const tally = ledger.tally();
-      report(`kill -9 + restart with AOF (seed ${random.seed}): ${describeTally(tally)}; schedule calls rejected ${done.rejected}, hung ${done.hung}`);
+      report(`kill -9 + restart with AOF (seed ${random.seed}): ${describeTally(tally)}; cancelled ${done.cancelled}; calls rejected ${done.rejected}, hung ${done.hung}`);
       expect(verdict(random, tally, { hungCalls: done.hung, drained, lateDuplicates: duplicatesStartedAfter(fa, killedAt) })).toEqual({ seed: random.seed, ...clean, hungCalls: 0, drained: true, lateDuplicates: 0 });
     } finally {
       await apps.closeAll();
