@@ -12,7 +12,7 @@ describe('the fault proxy', () => {
 
   const client = (): IORedis => {
     // No retries and no queue: each fault shows as it happens.
-    const c = new IORedis({ port: proxy.port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, lazyConnect: true });
+    const c = new IORedis({ port: proxy.port, host: '127.0.0.1', maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, lazyConnect: true, disconnectTimeout: 0 });
     c.on('error', () => undefined);
     clients.push(c);
     return c;
