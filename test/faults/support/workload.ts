@@ -34,6 +34,8 @@ export async function scheduleLoad(
     parallel?: number;
     boundMs: number;
     tries?: number;
+    /** A pause after a rejected call before its retry, ms. Default 0. */
+    retryPauseMs?: number;
     /** The share of acknowledged schedules, still at least 500 ms from due, that are then cancelled. Default 0.1. */
     cancelShare?: number;
   },
@@ -58,6 +60,7 @@ export async function scheduleLoad(
           ledger.failedCall(spec.topic, key);
           if (error instanceof Error && error.message.includes('did not settle')) result.hung++;
           else result.rejected++;
+          if (spec.retryPauseMs) await new Promise((resolve) => setTimeout(resolve, spec.retryPauseMs));
         }
       }
     }
