@@ -1,3 +1,4 @@
+import IORedis from 'ioredis';
 import { Random } from '../instances/support/random';
 import { TestRedisServer } from '../support/redis-server';
 import { COMMAND_TIMEOUT_MS, describeTally, eventually, FAULT, FaultApp, faultApps, sleep, report } from './support/fault-app';
@@ -46,26 +47,41 @@ describe('faults: the Redis server', () => {
       const fa = await apps.boot({ type: 'redis', url: redis.url });
       const ledger = fa.handlers.ledger;
       fa.handlers.hold = () => sleep(random.int(0, 20));
+      // For 3 s, every 40-150 ms, CLIENT KILL of the app's command connection, and now and then of its subscriber (seeded).
       let storming = true;
       let kills = 0;
       let lastKill = 0;
-      // The storm lasts as long as the load, and at least until eight connections were killed (a fast
-      // driver finishes the load in a blink), within a bound so a dead server cannot keep it going.
-      const stormUntil = Date.now() + 15_000;
+      // One admin connection for the whole storm (SKIPME spares it), so kills come as fast as asked.
+      const admin = new IORedis(redis.url);
+      admin.on('error', () => undefined);
+      const kill = async (type: string): Promise<number> => Number(await admin.call('CLIENT', 'KILL', 'TYPE', type, 'SKIPME', 'yes'));
       const storm = (async () => {
-        while ((storming || kills < 8) && Date.now() < stormUntil) {
-          await sleep(random.int(80, 250));
-          kills += await redis.killClients();
+        const until = Date.now() + 3_000;
+        while (Date.now() < until) {
+          await sleep(random.int(40, 150));
+          kills += await kill('normal');
+          if (random.chance(0.3)) kills += await kill('pubsub');
           lastKill = Date.now();
         }
+        storming = false;
+        admin.disconnect();
       })();
-      const load = await scheduleLoad(fa, ledger, random, { topic: FAULT.narrow, count: 800, prefix: 'k', minMs: 50, maxMs: 2_000, parallel: 40, boundMs: BOUND_MS, tries: 5 });
-      storming = false;
+      // Meanwhile, waves of 100 schedules, 40 at a time, each call retried when it is rejected.
+      const load = { acknowledged: 0, rejected: 0, hung: 0, lastDueAt: 0, cancelled: 0 };
+      for (let wave = 0; storming; wave++) {
+        const done = await scheduleLoad(fa, ledger, random, { topic: FAULT.narrow, count: 100, prefix: `k${wave}-`, minMs: 0, maxMs: 1_500, parallel: 40, boundMs: BOUND_MS, tries: 5, retryPauseMs: 30 });
+        load.acknowledged += done.acknowledged;
+        load.rejected += done.rejected;
+        load.hung += done.hung;
+        load.cancelled += done.cancelled;
+        load.lastDueAt = Math.max(load.lastDueAt, done.lastDueAt);
+        await sleep(random.int(20, 120));
+      }
       await storm;
       await eventually(() => ledger.tally().lost === 0, Math.max(0, load.lastDueAt - Date.now()) + 6_000);
       const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
       const tally = ledger.tally();
-      report(`CLIENT KILL storm (seed ${random.seed}): ${kills} connections killed; ${describeTally(tally)}; schedule calls rejected ${load.rejected}, hung ${load.hung}`);
+      report(`CLIENT KILL storm (seed ${random.seed}): ${kills} connections killed; ${describeTally(tally)}; cancelled ${load.cancelled}; calls rejected ${load.rejected}, hung ${load.hung}`);
       expect(verdict(random, tally, { hungCalls: load.hung, drained, acknowledged: load.acknowledged > 0, lateDuplicates: duplicatesStartedAfter(fa, lastKill) })).toEqual({
         seed: random.seed,
         ...clean,
@@ -74,7 +90,7 @@ describe('faults: the Redis server', () => {
         acknowledged: true,
         lateDuplicates: 0,
       });
-      expect(kills).toBeGreaterThan(5);
+      expect(kills).toBeGreaterThan(10);
     } finally {
       await apps.closeAll();
       await redis.dispose();
@@ -101,7 +117,7 @@ describe('faults: the Redis server', () => {
       await eventually(() => ledger.tally().lost === 0, Math.max(0, done.lastDueAt - Date.now()) + 6_000);
       const drained = await eventually(async () => (await fa.delay.count(FAULT.narrow)) === 0, 5_000);
       const tally = ledger.tally();
-      report(`kill -9 + restart with AOF (seed ${random.seed}): ${describeTally(tally)}; schedule calls rejected ${done.rejected}, hung ${done.hung}`);
+      report(`kill -9 + restart with AOF (seed ${random.seed}): ${describeTally(tally)}; cancelled ${done.cancelled}; calls rejected ${done.rejected}, hung ${done.hung}`);
       expect(verdict(random, tally, { hungCalls: done.hung, drained, lateDuplicates: duplicatesStartedAfter(fa, killedAt) })).toEqual({ seed: random.seed, ...clean, hungCalls: 0, drained: true, lateDuplicates: 0 });
     } finally {
       await apps.closeAll();

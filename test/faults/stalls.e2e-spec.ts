@@ -13,6 +13,8 @@ interface Settled {
   readonly outcome: 'resolved' | 'unavailable' | string;
   readonly withinBound: boolean;
   readonly ms: number;
+  /** The DriverUnavailableError's message, when it rejected with one. */
+  readonly message?: string;
 }
 
 /** Every public call of the service once, each timed from its start until it settles (or the stall ends). */
@@ -36,16 +38,21 @@ async function callEverything(delay: DelayService): Promise<Settled[]> {
       const cap = new Promise<string>((resolve) => {
         timer = setTimeout(() => resolve('still pending at the end of the stall'), STALL_MS);
       });
+      let message: string | undefined;
       const outcome = await Promise.race([
         run().then(
           () => 'resolved',
-          (error: unknown) => (error instanceof DriverUnavailableError ? 'unavailable' : `rejected with ${String(error)}`),
+          (error: unknown) => {
+            if (!(error instanceof DriverUnavailableError)) return `rejected with ${String(error)}`;
+            message = error.message;
+            return 'unavailable';
+          },
         ),
         cap,
       ]);
       clearTimeout(timer);
       const ms = Math.round(performance.now() - started);
-      return { call, outcome, withinBound: ms <= bound, ms };
+      return { call, outcome, withinBound: ms <= bound, ms, message };
     }),
   );
 }
@@ -72,11 +79,13 @@ describe('faults: Redis stops answering', () => {
     await redis.dispose();
   });
 
-  const stalls: Array<{ fault: string; begin: () => void; end: () => void }> = [
-    { fault: 'SIGSTOP of redis-server', begin: () => redis.pause(), end: () => redis.resume() },
-    { fault: 'a network partition (nothing passes, nothing answers)', begin: () => proxy.blackhole(), end: () => proxy.heal() },
+  // With the connection open and silent, a call can only end by its timeout, and its error says so.
+  const stalls: Array<{ fault: string; timesOut: boolean; begin: () => void; end: () => void }> = [
+    { fault: 'SIGSTOP of redis-server', timesOut: true, begin: () => redis.pause(), end: () => redis.resume() },
+    { fault: 'a network partition (nothing passes, nothing answers)', timesOut: true, begin: () => proxy.blackhole(), end: () => proxy.heal() },
     {
       fault: 'a partition, then a reset during it',
+      timesOut: false,
       begin: () => {
         proxy.blackhole();
         setTimeout(() => proxy.reset(), 300).unref();
@@ -85,7 +94,7 @@ describe('faults: Redis stops answering', () => {
     },
   ];
 
-  it.each(stalls)('$fault: every call settles within commandTimeout, and the app works again after', async ({ begin, end }) => {
+  it.each(stalls)('$fault: every call settles within commandTimeout, and the app works again after', async ({ timesOut, begin, end }) => {
     const fa = await apps.boot({ type: 'redis', url: proxy.url });
     await fa.delay.schedule(FAULT.basic, 'kept', { delay: 60_000 });
     const began = Date.now();
@@ -100,6 +109,11 @@ describe('faults: Redis stops answering', () => {
     const late = settled.filter((entry) => !entry.withinBound || (entry.outcome !== 'resolved' && entry.outcome !== 'unavailable'));
     report(`${settled.map((entry) => `${entry.call} ${entry.outcome} in ${entry.ms} ms`).join('; ')}`);
     expect(late).toEqual([]);
+    if (timesOut) {
+      // "names the call and the bound": the bound as configured (1s), in some spelling.
+      const unnamed = settled.filter((entry) => entry.outcome === 'unavailable' && !/\b1 ?s\b|\b1000 ?ms\b|\b1 second\b/i.test(entry.message ?? ''));
+      expect(unnamed.map((entry) => ({ call: entry.call, message: entry.message }))).toEqual([]);
+    }
 
     // After the fault: calls work and a new action fires.
     // (Calls that timed out may or may not have been applied meanwhile: only that calls answer again is asserted.)

@@ -11,6 +11,8 @@ export interface Workload {
   hung: number;
   /** The latest due time acknowledged, epoch ms. */
   lastDueAt: number;
+  /** Cancels that resolved true (those actions must never run). */
+  cancelled: number;
 }
 
 /**
@@ -23,9 +25,22 @@ export async function scheduleLoad(
   fa: FaultApp,
   ledger: FaultLedger,
   random: Random,
-  spec: { topic: string; count: number; prefix: string; minMs: number; maxMs: number; parallel?: number; boundMs: number; tries?: number },
+  spec: {
+    topic: string;
+    count: number;
+    prefix: string;
+    minMs: number;
+    maxMs: number;
+    parallel?: number;
+    boundMs: number;
+    tries?: number;
+    /** A pause after a rejected call before its retry, ms. Default 0. */
+    retryPauseMs?: number;
+    /** The share of acknowledged schedules, still at least 500 ms from due, that are then cancelled. Default 0.1. */
+    cancelShare?: number;
+  },
 ): Promise<Workload> {
-  const result: Workload = { acknowledged: 0, rejected: 0, hung: 0, lastDueAt: 0 };
+  const result: Workload = { acknowledged: 0, rejected: 0, hung: 0, lastDueAt: 0, cancelled: 0 };
   const delays = Array.from({ length: spec.count }, () => random.int(spec.minMs, spec.maxMs));
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -38,17 +53,35 @@ export async function scheduleLoad(
           ledger.armed(spec.topic, key, pending.dueAt);
           result.acknowledged++;
           result.lastDueAt = Math.max(result.lastDueAt, pending.dueAt.getTime());
+          // Far enough from due that no claim can come first: a run after this cancel said true is a bug.
+          if (random.chance(spec.cancelShare ?? 0.1) && pending.dueAt.getTime() - Date.now() > 500) await cancelOnce(fa, ledger, spec.topic, key, spec.boundMs, result);
           break;
         } catch (error) {
           ledger.failedCall(spec.topic, key);
           if (error instanceof Error && error.message.includes('did not settle')) result.hung++;
           else result.rejected++;
+          if (spec.retryPauseMs) await new Promise((resolve) => setTimeout(resolve, spec.retryPauseMs));
         }
       }
     }
   };
   await Promise.all(Array.from({ length: spec.parallel ?? 20 }, () => worker()));
   return result;
+}
+
+async function cancelOnce(fa: FaultApp, ledger: FaultLedger, topic: string, key: string, boundMs: number, result: Workload): Promise<void> {
+  const issuedAt = Date.now();
+  try {
+    if (await within(fa.delay.cancel(topic, key), boundMs, `cancel ${key}`)) {
+      ledger.cancelled(topic, key, issuedAt);
+      result.cancelled++;
+    }
+  } catch (error) {
+    // The cancel may or may not have been applied: the action may run, or not.
+    ledger.forgive('its cancel failed, so it may have been applied', (t, k) => t === topic && k === key);
+    if (error instanceof Error && error.message.includes('did not settle')) result.hung++;
+    else result.rejected++;
+  }
 }
 
 /** A matcher wrapper that says yes only on the chosen occurrences (0-based) of what `matches` accepts. */
