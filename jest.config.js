@@ -13,7 +13,7 @@ const shared = {
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
     '^nestjs-delay$': '<rootDir>/libs/delay/src',
-    '^nestjs-delay/testing$': '<rootDir>/libs/delay/src/testing',
+    '^nestjs-delay/(testing|admin|health|telemetry)$': '<rootDir>/libs/delay/src/$1',
   },
 };
 

@@ -11,3 +11,5 @@ export { ScopedHandlerError } from './scoped-handler.error';
 export { InvalidDelayOptionsError } from './invalid-delay-options.error';
 export { DriverUnavailableError } from './driver-unavailable.error';
 export { ActionKindConflictError } from './action-kind-conflict.error';
+export { AdminGuardRequiredError } from './admin-guard-required.error';
+export { InvalidAdminOptionsError } from './invalid-admin-options.error';
