@@ -8,17 +8,21 @@ export type DelayEventType =
   | 'failed'
   | 'retrying'
   | 'dead'
-  | 'redriven';
+  | 'redriven'
+  | 'timedOut'
+  | 'paused'
+  | 'resumed';
 
 /** One thing that happened to an action, as `DelayService.events$` reports it. */
 export interface DelayEvent {
   readonly type: DelayEventType;
   readonly topic: string;
+  /** Empty for the events of a whole topic: paused, resumed. */
   readonly key: string;
   readonly at: Date;
   readonly attempt?: number;
   readonly dueAt?: Date;
-  /** The handler's error message, on failed / retrying / dead. */
+  /** The handler's error message, on failed / retrying / dead / timedOut. */
   readonly error?: string;
   /** For a batch: how many items it holds. */
   readonly size?: number;
