@@ -68,7 +68,8 @@ export async function startAdminApp(admin: Partial<DelayAdminOptions> = {}, glob
   class AdminTestModule {}
 
   const moduleRef = await Test.createTestingModule({ imports: [AdminTestModule] }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
+  // A browser keeps its connections open; closing the app must not wait for it.
+  const app = moduleRef.createNestApplication({ logger: false, forceCloseConnections: true });
   if (globalPrefix) app.setGlobalPrefix(globalPrefix);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
