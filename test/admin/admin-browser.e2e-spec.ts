@@ -90,7 +90,8 @@ describe('admin page in a browser', () => {
     const page = await open('admin');
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${target.baseUrl}/admin/delays/topics/${EXPORT}/dead`);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    // Evaluated in the page, where document and window exist (the suite compiles without DOM types).
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
     expect(overflow).toBeLessThanOrEqual(0);
     // The column headings give way to a label above each cell.
     expect(await page.locator('thead').isVisible()).toBe(false);
