@@ -111,7 +111,8 @@ function layout(frame: PageFrame, title: string, crumbs: ReadonlyArray<{ label: 
 }
 
 function summaryLine(frame: PageFrame, topic: string, summary: TopicSummary | undefined): SafeHtml {
-  if (!summary) return html`<p class="muted">Nothing pending or dead.</p>`;
+  // No summary: the topic has nothing pending or dead, or the driver cannot list topics; the lists below still tell.
+  if (!summary) return html`<p class="pager"><a href="${topicHref(frame, topic)}">pending</a><a href="${topicHref(frame, topic)}/dead">dead</a></p>`;
   return html`<p class="pager"><span>${formatCount(summary.waiting)} waiting</span><span>${formatCount(summary.running)} running</span>
     <a href="${topicHref(frame, topic)}/dead">${formatCount(summary.dead)} dead</a>${pauseForm(frame, summary)}</p>`;
 }

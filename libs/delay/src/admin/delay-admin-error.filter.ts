@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Injec
 import { HttpAdapterHost } from '@nestjs/core';
 import { DelayError } from '../errors/delay.error';
 import { DriverUnavailableError } from '../errors/driver-unavailable.error';
+import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { errorPage } from './admin-pages';
 import { AdminRequest, mountBase } from './admin-request';
 import { DELAY_ADMIN_OPTIONS } from './delay-admin.constants';
@@ -10,7 +11,7 @@ import { ResolvedDelayAdminOptions } from './delay-admin-options.interface';
 /**
  * Answers every failure of the admin page with an HTML page a person can
  * read: a guard's refusal keeps its status (401, 403), bad input from the
- * page is 400, an unreachable store 503, and anything else 500 with its
+ * page is 400, an unreachable store 503, what a custom driver cannot do 501, and anything else 500 with its
  * details in the log only.
  */
 @Catch()
@@ -45,6 +46,7 @@ export class DelayAdminErrorFilter implements ExceptionFilter {
       return { status: exception.getStatus(), message, headers: typeof challenge === 'string' ? { 'WWW-Authenticate': challenge } : {} };
     }
     if (exception instanceof DriverUnavailableError) return { status: HttpStatus.SERVICE_UNAVAILABLE, message: exception.message, headers: {} };
+    if (exception instanceof UnsupportedOperationError) return { status: HttpStatus.NOT_IMPLEMENTED, message: exception.message, headers: {} };
     if (exception instanceof DelayError) return { status: HttpStatus.BAD_REQUEST, message: exception.message, headers: {} };
     this.logger.error('Admin page failed', exception instanceof Error ? exception.stack : String(exception));
     return { status: HttpStatus.INTERNAL_SERVER_ERROR, message: 'The page failed; the details are in the server log.', headers: {} };

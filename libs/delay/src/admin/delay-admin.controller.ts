@@ -1,5 +1,6 @@
 import { BadRequestException, Body, ForbiddenException, Get, Header, HttpStatus, Inject, NotFoundException, Param, Post, Query, Redirect, Req } from '@nestjs/common';
 import { DelayService } from '../delay.service';
+import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { DelayClock } from '../time/clock';
 import { deadPage, PageFrame, pendingPage, topicsPage } from './admin-pages';
 import { noticeText } from './admin-notices';
@@ -106,8 +107,14 @@ export class DelayAdminController {
     return { offset: (number - 1) * this.options.pageSize, limit: this.options.pageSize };
   }
 
+  /** The topic's counts for the heading; a driver that cannot list topics still gets its lists shown. */
   private async summary(topic: string): Promise<Awaited<ReturnType<DelayService['topics']>>[number] | undefined> {
-    return (await this.delay.topics()).find((summary) => summary.topic === topic);
+    try {
+      return (await this.delay.topics()).find((summary) => summary.topic === topic);
+    } catch (error) {
+      if (error instanceof UnsupportedOperationError) return undefined;
+      throw error;
+    }
   }
 }
 
