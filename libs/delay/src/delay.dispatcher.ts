@@ -3,25 +3,17 @@ import { backoffDelay } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry, RegisteredHandler } from './delay-handler.registry';
 import { HandlerAbortedError } from './errors/handler-aborted.error';
+import { HandlerContext } from './handler-context';
+import { HandlerRun, RunResult } from './handler-run';
+import { HandlerRunTracker } from './handler-run-tracker';
 import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
 import { describeError } from './utils/describe-error';
-import { parsePayload } from './validation/action-input';
 
 /** How long an action waits when it reaches an instance that has no handler for it. */
 const NO_HANDLER_RETRY_MS = 60_000;
 
-/** How a run ended, before it is turned into an outcome. */
-type RunResult = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly timedOut: boolean };
-
 const COMPLETED: RunResult = { ok: true };
-
-/** A run whose handler has not settled yet: shutdown can abort it. */
-interface LiveRun {
-  readonly controller: AbortController;
-  /** Ends the run's wait now with this result (the handler itself goes on until it notices the signal). */
-  readonly stop: (result: RunResult) => void;
-}
 
 /**
  * Runs one delivery through its topic's handler and decides what happens
@@ -38,7 +30,7 @@ interface LiveRun {
 @Injectable()
 export class DelayDispatcher implements DelayConsumer {
   private readonly logger = new Logger(DelayDispatcher.name);
-  private readonly live = new Set<LiveRun>();
+  private readonly runs = new HandlerRunTracker((run) => this.timeOut(run));
 
   constructor(
     private readonly registry: DelayHandlerRegistry,
@@ -50,29 +42,46 @@ export class DelayDispatcher implements DelayConsumer {
     return this.registry.concurrencyByTopic();
   }
 
-  /** Handlers running now in this process (timed-out ones no longer count). */
+  /** Handlers running now in this process that it still waits for (timed-out ones no longer count). */
   get running(): number {
-    return this.live.size;
+    return this.runs.size;
   }
 
-  async handle(delivery: Delivery): Promise<DeliveryOutcome> {
+  handle(delivery: Delivery): Promise<DeliveryOutcome> {
     const { topic, key, attempt } = delivery;
     const handler = this.registry.get(topic);
     if (!handler) {
       this.logger.error(`No handler for topic "${topic}" in this process; action "${key}" is put back for ${NO_HANDLER_RETRY_MS} ms`);
-      return { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' };
+      return Promise.resolve({ kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' });
     }
-    const size = delivery.items?.length;
     if (attempt > handler.options.attempts) {
       // Only a run that never reported back gets here (its process died, or its lease ran out):
       // giving up now keeps a handler that crashes its process from being redelivered forever.
       const error = `gave up after ${attempt - 1} attempt(s) that never finished (the process running them stopped)`;
       this.logger.error(`${handler.name} on "${key}": ${error}; moved to the dead set`);
-      this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
-      return { kind: 'dead', error };
+      this.events.emit(() => ({ type: 'dead', topic, key, attempt, size: delivery.items?.length, error }));
+      return Promise.resolve({ kind: 'dead', error });
     }
-    this.events.emit(() => ({ type: 'fired', topic, key, attempt, size, dueAt: new Date(delivery.dueAt) }));
-    const result = await this.run(handler, delivery);
+    this.events.emit(() => ({ type: 'fired', topic, key, attempt, size: delivery.items?.length, dueAt: new Date(delivery.dueAt) }));
+    return this.run(handler, delivery).then((result) => this.outcome(handler, delivery, result));
+  }
+
+  /**
+   * Aborts every handler still running (shutdown calls it once its wait is
+   * over): their signals fire and their runs end as failed now, so no
+   * driver promise is left waiting on a handler that never settles.
+   */
+  abortRunning(message: string): void {
+    for (const run of this.runs.takeAll()) {
+      run.live = false;
+      run.abort(new HandlerAbortedError('shutdown', message));
+      run.resolve({ ok: false, error: message, timedOut: false });
+    }
+  }
+
+  private outcome(handler: RegisteredHandler, delivery: Delivery, result: RunResult): DeliveryOutcome {
+    const { topic, key, attempt } = delivery;
+    const size = delivery.items?.length;
     if (result.ok) {
       this.events.emit(() => ({ type: 'completed', topic, key, attempt, size }));
       return { kind: 'completed' };
@@ -91,72 +100,55 @@ export class DelayDispatcher implements DelayConsumer {
     return { kind: 'dead', error };
   }
 
-  /**
-   * Aborts every handler still running (shutdown calls it once its wait is
-   * over): their signals fire and their runs end as failed now, so no
-   * driver promise is left waiting on a handler that never settles.
-   */
-  abortRunning(message: string): void {
-    for (const run of [...this.live]) {
-      run.controller.abort(new HandlerAbortedError('shutdown', message));
-      run.stop({ ok: false, error: message, timedOut: false });
-    }
-  }
-
-  /** Calls the handler and waits for it, at most its timeout. */
+  /** Calls the handler; resolves when it settles, or at its timeout, whichever comes first. Never rejects. */
   private run(handler: RegisteredHandler, delivery: Delivery): Promise<RunResult> {
-    const controller = new AbortController();
-    const invoked = this.invoke(handler, delivery, controller.signal);
-    const { timeoutMs } = handler.options;
     return new Promise<RunResult>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
-      const run: LiveRun = {
-        controller,
-        stop: (result) => {
-          if (!this.live.delete(run)) return;
-          if (timer !== undefined) clearTimeout(timer);
-          resolve(result);
-        },
-      };
-      this.live.add(run);
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          const error = `timed out after ${timeoutMs} ms`;
-          controller.abort(new HandlerAbortedError('timeout', `${handler.name} on "${delivery.key}" ${error}`));
-          run.stop({ ok: false, error, timedOut: true });
-          this.reportLateFinish(handler, delivery, invoked);
-        }, timeoutMs);
+      const { timeoutMs } = handler.options;
+      const run = new HandlerRun(handler.name, delivery, timeoutMs, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, resolve);
+      this.runs.add(run);
+      let returned: unknown;
+      try {
+        returned = handler.invoke(new HandlerContext(delivery, run));
+      } catch (thrown) {
+        this.settle(run, { ok: false, error: describeError(thrown), timedOut: false });
+        return;
       }
-      invoked.then(run.stop);
+      if (isThenable(returned)) {
+        returned.then(
+          () => this.settle(run, COMPLETED),
+          (thrown: unknown) => this.settle(run, { ok: false, error: describeError(thrown), timedOut: false }),
+        );
+      } else {
+        this.settle(run, COMPLETED);
+      }
     });
   }
 
-  /** The handler's own result; never rejects. */
-  private async invoke(handler: RegisteredHandler, delivery: Delivery, signal: AbortSignal): Promise<RunResult> {
-    try {
-      await handler.invoke({
-        topic: delivery.topic,
-        key: delivery.key,
-        payload: parsePayload(delivery.payload),
-        ...(delivery.items ? { items: delivery.items.map((item) => JSON.parse(item) as unknown) } : {}),
-        dueAt: new Date(delivery.dueAt),
-        firedAt: new Date(delivery.firedAt),
-        attempt: delivery.attempt,
-        signal,
-        ...(delivery.trace !== undefined ? { trace: delivery.trace } : {}),
-      });
-      return COMPLETED;
-    } catch (thrown) {
-      return { ok: false, error: describeError(thrown), timedOut: false };
+  /** The handler settled: report it, unless the run was already given up (then only say it finished late). */
+  private settle(run: HandlerRun, result: RunResult): void {
+    if (run.live) {
+      run.live = false;
+      this.runs.remove(run);
+      run.resolve(result);
+      return;
     }
+    if (run.abandonedAt === undefined) return;
+    // A handler that ignored its signal and finished after all: say so, since its work may now be done twice.
+    const outcome = result.ok ? 'completed' : `failed (${result.error})`;
+    const late = Math.round(performance.now() - run.abandonedAt);
+    this.logger.warn(`${run.handlerName} on "${run.delivery.key}" (attempt ${run.delivery.attempt}) ${outcome} ${late} ms after it timed out; that result was ignored`);
   }
 
-  /** A handler that ignored its signal and finished after all: say so, since its work may now be done twice. */
-  private reportLateFinish(handler: RegisteredHandler, delivery: Delivery, invoked: Promise<RunResult>): void {
-    const abandonedAt = Date.now();
-    void invoked.then((result) => {
-      const outcome = result.ok ? 'completed' : `failed (${result.error})`;
-      this.logger.warn(`${handler.name} on "${delivery.key}" (attempt ${delivery.attempt}) ${outcome} ${Date.now() - abandonedAt} ms after it timed out; that result was ignored`);
-    });
+  /** Called by the tracker once the run's deadline has passed (it is already out of the tracker). */
+  private timeOut(run: HandlerRun): void {
+    const error = `timed out after ${run.timeoutMs} ms`;
+    run.live = false;
+    run.abandonedAt = performance.now();
+    run.abort(new HandlerAbortedError('timeout', `${run.handlerName} on "${run.delivery.key}" ${error}`));
+    run.resolve({ ok: false, error, timedOut: true });
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

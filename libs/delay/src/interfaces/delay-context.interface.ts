@@ -15,7 +15,8 @@ export interface DelayContext<TPayload = unknown, TItem = unknown> {
    * Aborts when this run has outlived its topic's `timeout` (the run is then
    * already counted as failed and its slot given to the next action), or when
    * shutdown gives up waiting for it. Pass it to fetch, database drivers and
-   * the like, or check `signal.aborted`, so the work stops too.
+   * the like, or check `signal.aborted`, so the work stops too. A getter:
+   * destructure it rather than spreading the context.
    */
   readonly signal: AbortSignal;
   /**

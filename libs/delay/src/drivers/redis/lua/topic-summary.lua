@@ -6,6 +6,7 @@ KEYS[2] active ZSET     the running ones
 KEYS[3] dead-index ZSET
 KEYS[4] paused STRING
 KEYS[5] due ZSET
+ARGV[1] (none)
 
 Returns {pending, running, dead, paused (1 or 0), now, earliest due time or -1}
 ]]
