@@ -12,6 +12,8 @@ class RunList {
  * value; each list is in start order, so its deadlines ascend and the timer
  * only ever looks at the lists' heads. Adding and removing a run is O(1),
  * with no timer of its own: a burst of runs costs one timer, not one each.
+ * While no run is going on, the timer (if any) is unref'd: it then fires
+ * once for nothing, and never holds the process open.
  */
 export class HandlerRunTracker {
   private readonly lists = new Map<number | undefined, RunList>();
@@ -36,6 +38,7 @@ export class HandlerRunTracker {
     else list.head = run;
     list.tail = run;
     this.count++;
+    if (this.count === 1) this.timer?.ref();
     if (run.deadline < this.timerAt) this.arm(run.deadline);
   }
 
@@ -48,7 +51,9 @@ export class HandlerRunTracker {
     run.prev = null;
     run.next = null;
     this.count--;
-    if (this.count === 0) this.disarm();
+    // Left armed (one timer for many runs, not one set and cleared per run: handlers that settle at
+    // once would otherwise pay for both every time), but it no longer keeps the process alive.
+    if (this.count === 0) this.timer?.unref();
   }
 
   /** Removes and returns every run (shutdown). */
