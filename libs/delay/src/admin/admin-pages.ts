@@ -7,6 +7,15 @@ import { html, SafeHtml } from './html';
 /** One topic as DelayService.topics() reports it. */
 type TopicSummary = Awaited<ReturnType<DelayService['topics']>>[number];
 
+/** What a topic's own pages show above its list. */
+export interface TopicHeading {
+  readonly topic: string;
+  /** Waiting and running together. */
+  readonly pending: number;
+  readonly dead: number;
+  readonly paused: boolean;
+}
+
 /** What every page needs: where the admin is mounted, its options, and the time "now" on the delay clock. */
 export interface PageFrame {
   readonly base: string;
@@ -41,7 +50,7 @@ export function topicsPage(frame: PageFrame, topics: readonly TopicSummary[]): s
   return layout(frame, frame.options.title, [], body);
 }
 
-export function pendingPage(frame: PageFrame, topic: string, summary: TopicSummary | undefined, page: Page<PendingAction>, pageNumber: number): string {
+export function pendingPage(frame: PageFrame, topic: string, summary: TopicHeading, page: Page<PendingAction>, pageNumber: number): string {
   const rows = page.items.map(
     (action) => html`<tr>
       <td data-label="Key"><code>${clip(action.key, MAX_CHARS)}</code> ${action.state === 'running' ? html`<span class="badge running">running</span>` : ''}</td>
@@ -55,7 +64,7 @@ export function pendingPage(frame: PageFrame, topic: string, summary: TopicSumma
       }</td>
     </tr>`,
   );
-  const body = html`<h1><code>${topic}</code> ${summary?.paused ? html`<span class="badge paused">paused</span>` : ''}</h1>
+  const body = html`<h1><code>${topic}</code> ${summary.paused ? html`<span class="badge paused">paused</span>` : ''}</h1>
     ${summaryLine(frame, topic, summary)}
     <h2>Pending</h2>
     ${pager(frame, page, pageNumber, topicHref(frame, topic))}
@@ -67,7 +76,7 @@ export function pendingPage(frame: PageFrame, topic: string, summary: TopicSumma
   return layout(frame, `${topic} · ${frame.options.title}`, [{ label: topic }], body);
 }
 
-export function deadPage(frame: PageFrame, topic: string, summary: TopicSummary | undefined, page: Page<DeadAction>, pageNumber: number): string {
+export function deadPage(frame: PageFrame, topic: string, summary: TopicHeading, page: Page<DeadAction>, pageNumber: number): string {
   const rows = page.items.map(
     (action) => html`<tr>
       <td data-label="Key"><code>${clip(action.key, MAX_CHARS)}</code></td>
@@ -110,14 +119,12 @@ function layout(frame: PageFrame, title: string, crumbs: ReadonlyArray<{ label: 
 <main>${frame.notice ? html`<div class="notice" role="status">${frame.notice}</div>` : ''}${body}</main></body></html>`.text;
 }
 
-function summaryLine(frame: PageFrame, topic: string, summary: TopicSummary | undefined): SafeHtml {
-  // No summary: the topic has nothing pending or dead, or the driver cannot list topics; the lists below still tell.
-  if (!summary) return html`<p class="pager"><a href="${topicHref(frame, topic)}">pending</a><a href="${topicHref(frame, topic)}/dead">dead</a></p>`;
-  return html`<p class="pager"><span>${formatCount(summary.waiting)} waiting</span><span>${formatCount(summary.running)} running</span>
+function summaryLine(frame: PageFrame, topic: string, summary: TopicHeading): SafeHtml {
+  return html`<p class="pager"><a href="${topicHref(frame, topic)}">${formatCount(summary.pending)} pending</a>
     <a href="${topicHref(frame, topic)}/dead">${formatCount(summary.dead)} dead</a>${pauseForm(frame, summary)}</p>`;
 }
 
-function pauseForm(frame: PageFrame, topic: TopicSummary, back: 'list' | 'topic' = 'topic'): SafeHtml | string {
+function pauseForm(frame: PageFrame, topic: { readonly topic: string; readonly paused: boolean }, back: 'list' | 'topic' = 'topic'): SafeHtml | string {
   if (!frame.options.writable) return '';
   const verb = topic.paused ? 'resume' : 'pause';
   return html`<form class="inline" method="post" action="${topicHref(frame, topic.topic)}/${verb}"><input type="hidden" name="back" value="${back}"><button type="submit">${topic.paused ? 'Resume' : 'Pause'}</button></form>`;

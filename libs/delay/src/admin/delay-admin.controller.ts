@@ -2,7 +2,7 @@ import { BadRequestException, Body, ForbiddenException, Get, Header, HttpStatus,
 import { DelayService } from '../delay.service';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { DelayClock } from '../time/clock';
-import { deadPage, PageFrame, pendingPage, topicsPage } from './admin-pages';
+import { deadPage, PageFrame, pendingPage, TopicHeading, topicsPage } from './admin-pages';
 import { noticeText } from './admin-notices';
 import { AdminRequest, assertSameOrigin, mountBase } from './admin-request';
 import { DELAY_ADMIN_OPTIONS } from './delay-admin.constants';
@@ -107,14 +107,21 @@ export class DelayAdminController {
     return { offset: (number - 1) * this.options.pageSize, limit: this.options.pageSize };
   }
 
-  /** The topic's counts for the heading; a driver that cannot list topics still gets its lists shown. */
-  private async summary(topic: string): Promise<Awaited<ReturnType<DelayService['topics']>>[number] | undefined> {
-    try {
-      return (await this.delay.topics()).find((summary) => summary.topic === topic);
-    } catch (error) {
-      if (error instanceof UnsupportedOperationError) return undefined;
-      throw error;
-    }
+  /**
+   * The topic's heading: counts that are one cheap call each on any driver
+   * (no listing of every topic), so the page stays fast beside millions of
+   * actions. A driver that cannot tell whether a topic is paused says no.
+   */
+  private async summary(topic: string): Promise<TopicHeading> {
+    const [pending, dead, paused] = await Promise.all([
+      this.delay.count(topic),
+      this.delay.countDead(topic),
+      this.delay.isPaused(topic).catch((error: unknown) => {
+        if (error instanceof UnsupportedOperationError) return false;
+        throw error;
+      }),
+    ]);
+    return { topic, pending, dead, paused };
   }
 }
 

@@ -24,6 +24,16 @@ const COUNTED: Partial<Record<DelayEventType, string>> = {
 /** Separates the parts of a run's identity in one map key; U+001F is reserved in keys and topics. */
 const SEP = '\u001f';
 
+interface TopicAttributes {
+  readonly topic: Attributes;
+  readonly completed: Attributes;
+  readonly failed: Attributes;
+}
+
+function runId(event: DelayEvent): string {
+  return `${event.topic}${SEP}${event.key}${SEP}${event.attempt ?? 0}`;
+}
+
 /**
  * The library's metrics, through the OpenTelemetry API:
  *
@@ -45,6 +55,7 @@ export class DelayMetrics implements OnModuleInit, OnApplicationShutdown {
   private duration: Histogram | undefined;
   /** Start of each handler run in flight (real time: handlers run in real time even under a VirtualClock). */
   private readonly started = new Map<string, number>();
+  private readonly attributes = new Map<string, TopicAttributes>();
   private gauges: ObservableGauge[] = [];
   private readonly observe = (result: BatchObservableResult): Promise<void> => this.observeStore(result);
 
@@ -78,18 +89,32 @@ export class DelayMetrics implements OnModuleInit, OnApplicationShutdown {
   }
 
   private count(event: DelayEvent): void {
-    const attributes: Attributes = { [TOPIC_ATTRIBUTE]: event.topic };
-    this.counters.get(event.type)?.add(1, attributes);
-    const run = `${event.topic}${SEP}${event.key}${SEP}${event.attempt ?? 0}`;
+    const attributes = this.attributesOf(event.topic);
+    this.counters.get(event.type)?.add(1, attributes.topic);
     if (event.type === 'fired') {
-      if (event.dueAt) this.lateness?.record(Math.max(0, event.at.getTime() - event.dueAt.getTime()) / 1000, attributes);
-      this.started.set(run, performance.now());
+      if (event.dueAt) this.lateness?.record(Math.max(0, event.at.getTime() - event.dueAt.getTime()) / 1000, attributes.topic);
+      this.started.set(runId(event), performance.now());
     } else if (event.type === 'completed' || event.type === 'failed') {
+      const run = runId(event);
       const start = this.started.get(run);
       if (start === undefined) return;
       this.started.delete(run);
-      this.duration?.record((performance.now() - start) / 1000, { ...attributes, 'delay.outcome': event.type });
+      this.duration?.record((performance.now() - start) / 1000, event.type === 'completed' ? attributes.completed : attributes.failed);
     }
+  }
+
+  /** One set of attribute objects per topic, made once: an event then allocates none. */
+  private attributesOf(topic: string): TopicAttributes {
+    let attributes = this.attributes.get(topic);
+    if (!attributes) {
+      attributes = {
+        topic: { [TOPIC_ATTRIBUTE]: topic },
+        completed: { [TOPIC_ATTRIBUTE]: topic, 'delay.outcome': 'completed' },
+        failed: { [TOPIC_ATTRIBUTE]: topic, 'delay.outcome': 'failed' },
+      };
+      this.attributes.set(topic, attributes);
+    }
+    return attributes;
   }
 
   /** One read of the store per collection for every gauge; a store that does not answer reports nothing this time. */

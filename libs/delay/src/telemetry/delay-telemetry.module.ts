@@ -6,6 +6,7 @@ import { DelayMetrics } from './delay-metrics';
 import { DELAY_TELEMETRY_OPTIONS } from './delay-telemetry.constants';
 import { DelayTelemetryOptions, ResolvedDelayTelemetryOptions } from './delay-telemetry-options.interface';
 import { OpenTelemetryTracePropagator } from './open-telemetry-trace.propagator';
+import { hasTracerProvider } from './sdk-presence';
 
 /**
  * Metrics and traces of DelayModule through the OpenTelemetry API. Import it
@@ -22,7 +23,11 @@ import { OpenTelemetryTracePropagator } from './open-telemetry-trace.propagator'
 export class DelayTelemetryModule {
   static forRoot(options: DelayTelemetryOptions = {}): DynamicModule {
     const resolved = resolveTelemetryOptions(options);
-    const propagator = resolved.traces ? [{ provide: DELAY_TRACE_PROPAGATOR, useClass: OpenTelemetryTracePropagator }] : [];
+    // Decided when the app is created, after the SDK has been registered: without a TracerProvider
+    // DelayService gets no propagator, so a schedule does not even look for an active span.
+    const propagator = resolved.traces
+      ? [{ provide: DELAY_TRACE_PROPAGATOR, useFactory: (): OpenTelemetryTracePropagator | null => (hasTracerProvider() ? new OpenTelemetryTracePropagator() : null) }]
+      : [];
     return {
       module: DelayTelemetryModule,
       providers: [{ provide: DELAY_TELEMETRY_OPTIONS, useValue: resolved }, DelayMetrics, DelayHandlerSpans, ...propagator],
