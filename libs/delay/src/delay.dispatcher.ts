@@ -75,7 +75,7 @@ export class DelayDispatcher implements DelayConsumer {
     for (const run of this.runs.takeAll()) {
       run.live = false;
       run.abort(new HandlerAbortedError('shutdown', message));
-      run.resolve({ ok: false, error: message, timedOut: false });
+      run.resolve({ ok: false, error: message, cause: 'shutdown' });
     }
   }
 
@@ -87,7 +87,14 @@ export class DelayDispatcher implements DelayConsumer {
       return { kind: 'completed' };
     }
     const { error } = result;
-    if (result.timedOut) this.events.emit(() => ({ type: 'timedOut', topic, key, attempt, size, error }));
+    if (result.cause === 'shutdown') {
+      // Not the handler's failure: the process is stopping. The driver has handed the action back
+      // (Redis) or is dropping it (wheel); this outcome only ends the wait, so it costs no backoff.
+      this.logger.warn(`${handler.name} on "${key}" ${error}`);
+      this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
+      return { kind: 'retry', delayMs: 0, error };
+    }
+    if (result.cause === 'timeout') this.events.emit(() => ({ type: 'timedOut', topic, key, attempt, size, error }));
     this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
     if (attempt < handler.options.attempts) {
       const delayMs = backoffDelay(handler.options.backoff, attempt);
@@ -110,13 +117,13 @@ export class DelayDispatcher implements DelayConsumer {
       try {
         returned = handler.invoke(new HandlerContext(delivery, run));
       } catch (thrown) {
-        this.settle(run, { ok: false, error: describeError(thrown), timedOut: false });
+        this.settle(run, { ok: false, error: describeError(thrown), cause: 'error' });
         return;
       }
       if (isThenable(returned)) {
         returned.then(
           () => this.settle(run, COMPLETED),
-          (thrown: unknown) => this.settle(run, { ok: false, error: describeError(thrown), timedOut: false }),
+          (thrown: unknown) => this.settle(run, { ok: false, error: describeError(thrown), cause: 'error' }),
         );
       } else {
         this.settle(run, COMPLETED);
@@ -145,7 +152,7 @@ export class DelayDispatcher implements DelayConsumer {
     run.live = false;
     run.abandonedAt = performance.now();
     run.abort(new HandlerAbortedError('timeout', `${run.handlerName} on "${run.delivery.key}" ${error}`));
-    run.resolve({ ok: false, error, timedOut: true });
+    run.resolve({ ok: false, error, cause: 'timeout' });
   }
 }
 

@@ -2,7 +2,7 @@ import { HandlerAbortedError } from './errors/handler-aborted.error';
 import { Delivery } from './interfaces/delay-driver.interface';
 
 /** How a run ended, before it is turned into an outcome. */
-export type RunResult = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly timedOut: boolean };
+export type RunResult = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly cause: 'error' | 'timeout' | 'shutdown' };
 
 /**
  * One handler run while the dispatcher waits for it: its deadline, its
