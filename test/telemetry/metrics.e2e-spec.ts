@@ -7,6 +7,7 @@ import { TestOpenTelemetry } from './support/otel-sdk';
 
 const TOPIC = 'invoice.remind';
 const OTHER = 'export.run';
+const HUNG = 'report.build';
 
 /** b fails its first attempt only; c fails every attempt; the rest succeed. */
 @Injectable()
@@ -18,6 +19,12 @@ class ScriptedHandler {
 
   @OnDelayExpired(OTHER)
   run(): void {}
+
+  /** Never settles by itself: only its timeout ends the run. */
+  @OnDelayExpired(HUNG, { attempts: 1, timeout: 50 })
+  hang({ signal }: DelayContext): Promise<void> {
+    return new Promise((resolve) => signal.addEventListener('abort', () => setTimeout(resolve, 10_000).unref()));
+  }
 }
 
 describe('metrics (OpenTelemetry SDK, in-memory exporter)', () => {
@@ -85,6 +92,19 @@ describe('metrics (OpenTelemetry SDK, in-memory exporter)', () => {
     // The counter of deaths is a count of events: it stays at 1.
     expect(await sdk.value('delay.actions.dead', of)).toBe(1);
     expect(await sdk.value('delay.actions.redriven', of)).toBe(1);
+  });
+
+  it('counts a run that timed out as timed out, failed and dead, with its duration', async () => {
+    await delay.schedule(HUNG, 'r1', { delay: '1m' });
+    await clock.advance('1m'); // returns once the run's real 50 ms timeout has struck
+    const of = { 'delay.topic': HUNG };
+    expect(await sdk.value('delay.actions.timed_out', of)).toBe(1);
+    expect(await sdk.value('delay.actions.failed', of)).toBe(1);
+    expect(await sdk.value('delay.actions.dead', of)).toBe(1);
+    expect(await sdk.value('delay.actions.completed', of)).toBe(0);
+    const [duration] = (await sdk.points('delay.handler.duration')).filter((point) => point.attributes['delay.topic'] === HUNG);
+    expect(duration && typeof duration.value !== 'number' ? duration.value.count : 0).toBe(1);
+    expect(duration && typeof duration.value !== 'number' ? duration.value.sum : 0).toBeGreaterThanOrEqual(0.045);
   });
 
   it('records lateness as fired minus due, in seconds', async () => {
