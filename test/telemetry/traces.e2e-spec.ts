@@ -124,3 +124,33 @@ describe('traces without an SDK', () => {
     }
   });
 });
+
+/** Never settles by itself: only its timeout ends the run. */
+@Injectable()
+class HungHandler {
+  @OnDelayExpired('report.build', { attempts: 1, timeout: 50 })
+  build({ signal }: DelayContext): Promise<void> {
+    return new Promise((resolve) => signal.addEventListener('abort', () => setTimeout(resolve, 10_000).unref()));
+  }
+}
+
+describe('a handler span when the run times out', () => {
+  it('ends at the timeout with an error status, though the handler has not settled', async () => {
+    const sdk = TestOpenTelemetry.register();
+    @Module({ imports: [DelayModule.forRoot({ driver: { type: 'wheel', tickMs: 5 } }), DelayTelemetryModule.forRoot()], providers: [HungHandler] })
+    class TimeoutModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [TimeoutModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    try {
+      await app.get(DelayService).schedule('report.build', 'r1', { delay: 0 });
+      await eventually('the span ended', () => sdk.spans().some((span) => span.name === 'delay report.build'));
+      const run = sdk.spans().find((span) => span.name === 'delay report.build');
+      expect(run?.status.code).toBe(SpanStatusCode.ERROR);
+      expect(run?.status.message).toMatch(/timed out after 50 ms/);
+    } finally {
+      await app.close();
+      await sdk.dispose();
+    }
+  });
+});
