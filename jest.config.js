@@ -13,7 +13,7 @@ const shared = {
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
     '^nestjs-delay$': '<rootDir>/libs/delay/src',
-    '^nestjs-delay/testing$': '<rootDir>/libs/delay/src/testing',
+    '^nestjs-delay/(testing|admin|health|telemetry)$': '<rootDir>/libs/delay/src/$1',
     // IOREDIS_DIR runs the suite on another ioredis (npm run test:ioredis5): the guarantees must not hang on one version.
     ...(process.env.IOREDIS_DIR ? { '^ioredis$': process.env.IOREDIS_DIR } : {}),
   },

@@ -60,7 +60,7 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
     const a = await delay.collect(T, 'k1', 'a1', { window: 600 });
     await delay.collect(T, 'k1', { a: 2 }, { window: 600 });
     const b = await delay.collect(T, 'k2', ['b', 1], { window: 400 });
-    expect(await delay.get(T, 'k1')).toEqual({ topic: T, key: 'k1', payload: undefined, items: ['a1', { a: 2 }], dueAt: a.dueAt, attempt: 1, state: 'waiting' });
+    expect(await delay.get(T, 'k1')).toEqual({ topic: T, key: 'k1', payload: undefined, items: ['a1', { a: 2 }], dueAt: a.dueAt, attempt: 1, state: 'waiting', paused: false });
     expect(await delay.count(T)).toBe(2);
     const listed = await delay.list(T);
     expect(listed.total).toBe(2);

@@ -23,7 +23,7 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
     const pending = await t.delay.schedule(TOPIC.basic, key, { delay: 200, payload: { total: 12.5, lines: ['tea'] } });
     const after = fx.now();
 
-    expect(pending).toEqual({ topic: TOPIC.basic, key, payload: { total: 12.5, lines: ['tea'] }, dueAt: expect.any(Date), attempt: 1, state: 'waiting' });
+    expect(pending).toEqual({ topic: TOPIC.basic, key, payload: { total: 12.5, lines: ['tea'] }, dueAt: expect.any(Date), attempt: 1, state: 'waiting', paused: false });
     const dueAt = pending.dueAt.getTime();
     expect(dueAt).toBeGreaterThanOrEqual(before + 200);
     expect(dueAt).toBeLessThanOrEqual(after + 200);

@@ -68,7 +68,7 @@ describe('HTTP errors (e2e): 400 for bad input, 404 for unknown ids, 409 for ill
       await shop.http.post(`/orders/${id}/pay`).expect(404);
     });
 
-    it('answers 404 for an unknown product, merchant, user or delay topic', async () => {
+    it('answers 404 for an unknown product, merchant or user', async () => {
       const { body } = await shop.http
         .post('/orders')
         .send({ buyerId: 'ann', lines: [{ sku: 'no-such-thing', quantity: 1 }] })
@@ -77,7 +77,6 @@ describe('HTTP errors (e2e): 400 for bad input, 404 for unknown ids, 409 for ill
       await shop.http.get('/products/no-such-thing').expect(404);
       await shop.http.put('/merchants/nobody/webhook').send({ url: 'http://localhost/x' }).expect(404);
       await shop.http.get('/presence/nobody').expect(404);
-      await shop.http.get('/admin/delays/no.such.topic').expect(404);
     });
   });
 

@@ -90,7 +90,7 @@ describe.each(SHOP_DRIVERS)('Orders (e2e) on the %s driver: the unpaid-order can
     expect(await stockOf('green-tea')).toBe(18);
     expect(await orderById(unpaid.id)).toMatchObject({ status: 'cancelled', cancelReason: 'unpaid' });
     expect(await stockOf('black-tea')).toBe(20);
-    const { body } = await shop.http.get('/admin/delays/order.unpaid').expect(200);
+    const { body } = await shop.http.get('/api/admin/delays/order.unpaid').expect(200);
     expect(body).toMatchObject({ total: 0, items: [] });
   });
 

@@ -39,7 +39,7 @@ describe.each(SHOP_DRIVERS)('Presence (e2e) on the %s driver: heartbeats keep a 
     expect(await presenceOf('bob')).toMatchObject({ online: false });
 
     // One pending action per user, re-armed by each heartbeat, not one per heartbeat.
-    const { body: pending } = await shop.http.get('/admin/delays/user.offline').expect(200);
+    const { body: pending } = await shop.http.get('/api/admin/delays/user.offline').expect(200);
     expect(pending).toMatchObject({ total: 1, items: [{ key: 'ann' }] });
   });
 

@@ -68,7 +68,7 @@ describe('Restart (e2e) on the redis driver: an unpaid order outlives the instan
     b.time.expectOnTime(cancelled.cancelledAt, dueAt);
     expect(await stockOf(b, 'green-tea')).toBe(20);
     // Done, so gone from Redis: nothing left for a later instance to run again.
-    await b.http.get('/admin/delays/order.unpaid').expect(200).expect(({ body: page }) => expect(page).toMatchObject({ total: 0, items: [] }));
+    await b.http.get('/api/admin/delays/order.unpaid').expect(200).expect(({ body: page }) => expect(page).toMatchObject({ total: 0, items: [] }));
 
     if (process.env.SHOP_E2E_TIMINGS) {
       const at = (time: number): string => `${time - startedAt} ms`;

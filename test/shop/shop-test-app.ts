@@ -9,7 +9,7 @@ import { AppModule } from '../../apps/shop/src/app.module';
 import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
 import { ShopConfig } from '../../apps/shop/src/config/shop-config.interface';
 
-export type ShopEnv = Partial<Record<keyof typeof SHOP_ENV_DEFAULTS | 'REDIS_URL' | 'REDIS_PREFIX', string>>;
+export type ShopEnv = Partial<Record<keyof typeof SHOP_ENV_DEFAULTS | 'REDIS_URL' | 'REDIS_PREFIX' | 'ADMIN_TOKEN', string>>;
 
 /** A provider replaced by a given instance, e.g. a repository shared by two app instances. */
 export interface ProviderOverride<T = unknown> {
@@ -45,7 +45,7 @@ export interface BootOptions {
  * cannot change what these tests see.
  */
 export async function bootShop(options: BootOptions = {}): Promise<BootedShop> {
-  const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, REDIS_URL: undefined, REDIS_PREFIX: undefined, ...options.env }, () => {
+  const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, REDIS_URL: undefined, REDIS_PREFIX: undefined, ADMIN_TOKEN: undefined, ...options.env }, () => {
     let builder: TestingModuleBuilder = Test.createTestingModule({ imports: [AppModule] });
     if (options.clock) builder = builder.overrideProvider(DelayClock).useValue(options.clock);
     for (const { token, value } of options.overrides ?? []) builder = builder.overrideProvider(token).useValue(value);

@@ -70,7 +70,7 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
 
   /** When the merchant's open batch is due, as the admin API lists it. */
   async function batchDueAt(merchantId: string): Promise<string> {
-    const { body } = await shop.http.get('/admin/delays/merchant.webhook').expect(200);
+    const { body } = await shop.http.get('/api/admin/delays/merchant.webhook').expect(200);
     const batch = (body as Page<{ key: string; dueAt: string }>).items.find((item) => item.key === merchantId);
     if (!batch) throw new Error(`No open webhook batch for "${merchantId}" in ${JSON.stringify(body)}`);
     return batch.dueAt;
@@ -123,7 +123,7 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
     // The window, then the two retries: three attempts in all, the last one 3 s after the window closed.
     const lastAttemptAt = ms(await batchDueAt('leafy')) + RETRY_DELAYS_MS[0] + RETRY_DELAYS_MS[1];
     const readDead = async (): Promise<Page<{ id: string; key: string; attempts: number; error: string }>> => {
-      const { body } = await shop.http.get('/admin/delays/merchant.webhook/dead').expect(200);
+      const { body } = await shop.http.get('/api/admin/delays/merchant.webhook/dead').expect(200);
       return body as Page<{ id: string; key: string; attempts: number; error: string }>;
     };
     const dead = await shop.time.at(lastAttemptAt, readDead, (page) => page.total > 0);
@@ -136,12 +136,12 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
     ]);
 
     await subscribe('leafy');
-    await shop.http.post(`/admin/delays/merchant.webhook/dead/${encodeURIComponent(dead.items[0].id)}/redrive`).expect(200, { topic: 'merchant.webhook', redriven: 1 });
+    await shop.http.post(`/api/admin/delays/merchant.webhook/dead/${encodeURIComponent(dead.items[0].id)}/redrive`).expect(200, { topic: 'merchant.webhook', redriven: 1 });
 
     // A re-driven action is due at once.
     const batches = await shop.time.at(shop.time.now() + 1_000, () => received('leafy'), (found) => found.length > 0);
     expect(batches).toHaveLength(1);
     expect(batches[0].events).toMatchObject([{ type: 'order.created', orderId: order.id }]);
-    await shop.http.get('/admin/delays/merchant.webhook/dead').expect(200).expect(({ body }) => expect(body).toMatchObject({ total: 0 }));
+    await shop.http.get('/api/admin/delays/merchant.webhook/dead').expect(200).expect(({ body }) => expect(body).toMatchObject({ total: 0 }));
   });
 });

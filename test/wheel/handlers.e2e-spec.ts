@@ -90,6 +90,7 @@ describe('@OnDelayExpired handlers (wheel driver)', () => {
         dueAt: new Date(start + 1_800_000),
         firedAt: new Date(start + 1_800_000),
         attempt: 1,
+        signal: expect.any(AbortSignal),
       },
     ]);
     // It ran once and the action is gone.

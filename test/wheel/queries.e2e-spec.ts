@@ -18,7 +18,7 @@ describe('get / list / count (wheel driver)', () => {
 
   it('get returns what is pending: payload, due time, attempt and state', async () => {
     const returned = await delay.schedule(TOPIC, 'o-1', { delay: '48h', payload: { stars: 5, note: 'auto' } });
-    const expected = { topic: TOPIC, key: 'o-1', payload: { stars: 5, note: 'auto' }, dueAt: new Date(start + 48 * 3_600_000), attempt: 1, state: 'waiting' };
+    const expected = { topic: TOPIC, key: 'o-1', payload: { stars: 5, note: 'auto' }, dueAt: new Date(start + 48 * 3_600_000), attempt: 1, state: 'waiting', paused: false };
     expect(returned).toEqual(expected);
     expect(await delay.get(TOPIC, 'o-1')).toEqual(expected);
     expect(await delay.get(TOPIC, 'o-2')).toBeNull();
@@ -49,7 +49,7 @@ describe('get / list / count (wheel driver)', () => {
     const first = await delay.list(TOPIC, { limit: 4 });
     expect(first).toMatchObject({ total: 6, offset: 0, limit: 4 });
     expect(first.items.map((item) => item.key)).toEqual(['a', 'b', 'c1', 'c2']);
-    expect(first.items[0]).toEqual({ topic: TOPIC, key: 'a', payload: 'a', dueAt: new Date(start + 3_600_000), attempt: 1, state: 'waiting' });
+    expect(first.items[0]).toEqual({ topic: TOPIC, key: 'a', payload: 'a', dueAt: new Date(start + 3_600_000), attempt: 1, state: 'waiting', paused: false });
 
     const second = await delay.list(TOPIC, { offset: 4, limit: 4 });
     expect(second).toMatchObject({ total: 6, offset: 4, limit: 4 });

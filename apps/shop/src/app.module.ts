@@ -8,6 +8,7 @@ import { DomainExceptionFilter } from './common/domain-exception.filter';
 import { createDelayOptions } from './config/delay-options.factory';
 import { shopConfig } from './config/shop.config';
 import { MerchantsModule } from './merchants/merchants.module';
+import { OpsModule } from './ops/ops.module';
 import { OrdersModule } from './orders/orders.module';
 import { PresenceModule } from './presence/presence.module';
 import { ReceiverModule } from './receiver/receiver.module';
@@ -22,6 +23,7 @@ import { ReceiverModule } from './receiver/receiver.module';
     MerchantsModule,
     ReceiverModule,
     AdminModule,
+    OpsModule,
   ],
   providers: [
     // Registered here rather than in main.ts so that tests booting AppModule get them too.

@@ -23,6 +23,10 @@ async function bootstrap(): Promise<void> {
   const logger = new Logger('Shop');
   logger.log(`Shop listening on http://localhost:${port}`);
   logger.log(
+    `Delay admin page on http://localhost:${port}/admin/delays (${config.adminToken === undefined ? 'read-only: set ADMIN_TOKEN to enable its buttons' : 'buttons ask for ADMIN_TOKEN'}); ` +
+      `health on /health, Prometheus metrics on /metrics`,
+  );
+  logger.log(
     `Delay driver: ${config.redisUrl === undefined ? 'wheel (in memory: pending actions are lost on restart)' : 'redis'}; ` +
       `unpaid timeout ${human(config.unpaidTimeoutMs)}, auto-rate after ${human(config.autoRateAfterMs)}, ` +
       `offline after ${human(config.offlineAfterMs)}, webhook window ${human(config.webhookWindowMs)}`,

@@ -6,3 +6,6 @@ export const DELAY_DRIVER = Symbol('nestjs-delay:driver');
 
 /** Injection token of the validated, defaulted module options. */
 export const DELAY_RESOLVED_OPTIONS = Symbol('nestjs-delay:resolved-options');
+
+/** Injection token of an optional DelayTracePropagator (provided by the telemetry module). */
+export const DELAY_TRACE_PROPAGATOR = Symbol('nestjs-delay:trace-propagator');

@@ -15,7 +15,7 @@ describe('DelayDispatcher', () => {
     registry.register({
       topic: 'order.unpaid',
       name: 'Handlers.onUnpaid',
-      options: { attempts: 2, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1 },
+      options: { attempts: 2, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs: undefined },
       invoke: () => {
         calls++;
       },
@@ -48,7 +48,7 @@ describe('DelayDispatcher with a handler that throws something JSON cannot descr
     registry.register({
       topic: 'order.unpaid',
       name: 'Handlers.onUnpaid',
-      options: { attempts: 3, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1 },
+      options: { attempts: 3, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs: undefined },
       invoke: () => {
         throw cyclic;
       },

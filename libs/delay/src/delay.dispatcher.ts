@@ -1,23 +1,36 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { backoffDelay } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
-import { DelayHandlerRegistry } from './delay-handler.registry';
+import { DelayHandlerRegistry, RegisteredHandler } from './delay-handler.registry';
+import { HandlerAbortedError } from './errors/handler-aborted.error';
+import { HandlerContext } from './handler-context';
+import { HandlerRun, RunResult } from './handler-run';
+import { HandlerRunTracker } from './handler-run-tracker';
 import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
 import { describeError } from './utils/describe-error';
-import { parsePayload } from './validation/action-input';
 
 /** How long an action waits when it reaches an instance that has no handler for it. */
 const NO_HANDLER_RETRY_MS = 60_000;
+
+const COMPLETED: RunResult = { ok: true };
 
 /**
  * Runs one delivery through its topic's handler and decides what happens
  * next: completed, retried after the backoff, or dead. Drivers call it and
  * apply the outcome; it never throws.
+ *
+ * A run that outlives its topic's timeout is given up: its outcome is a
+ * failure at once, so the driver frees its slot (and, on Redis, stops
+ * renewing its lease), and its AbortSignal fires so the handler can stop.
+ * The timeout runs on real time, not on the DelayClock: under a VirtualClock
+ * time stands still while handlers run, so a virtual deadline would never
+ * come and `advance()` would wait for a hung handler forever.
  */
 @Injectable()
 export class DelayDispatcher implements DelayConsumer {
   private readonly logger = new Logger(DelayDispatcher.name);
+  private readonly runs = new HandlerRunTracker((run) => this.timeOut(run));
 
   constructor(
     private readonly registry: DelayHandlerRegistry,
@@ -29,47 +42,120 @@ export class DelayDispatcher implements DelayConsumer {
     return this.registry.concurrencyByTopic();
   }
 
-  async handle(delivery: Delivery): Promise<DeliveryOutcome> {
+  /** Handlers running now in this process that it still waits for (timed-out ones no longer count). */
+  get running(): number {
+    return this.runs.size;
+  }
+
+  handle(delivery: Delivery): Promise<DeliveryOutcome> {
     const { topic, key, attempt } = delivery;
     const handler = this.registry.get(topic);
     if (!handler) {
       this.logger.error(`No handler for topic "${topic}" in this process; action "${key}" is put back for ${NO_HANDLER_RETRY_MS} ms`);
-      return { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' };
+      return Promise.resolve({ kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' });
     }
-    const size = delivery.items?.length;
     if (attempt > handler.options.attempts) {
       // Only a run that never reported back gets here (its process died, or its lease ran out):
       // giving up now keeps a handler that crashes its process from being redelivered forever.
       const error = `gave up after ${attempt - 1} attempt(s) that never finished (the process running them stopped)`;
       this.logger.error(`${handler.name} on "${key}": ${error}; moved to the dead set`);
-      this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
-      return { kind: 'dead', error };
+      this.events.emit(() => ({ type: 'dead', topic, key, attempt, size: delivery.items?.length, error }));
+      return Promise.resolve({ kind: 'dead', error });
     }
-    this.events.emit(() => ({ type: 'fired', topic, key, attempt, size, dueAt: new Date(delivery.dueAt) }));
-    try {
-      await handler.invoke({
-        topic,
-        key,
-        payload: parsePayload(delivery.payload),
-        ...(delivery.items ? { items: delivery.items.map((item) => JSON.parse(item) as unknown) } : {}),
-        dueAt: new Date(delivery.dueAt),
-        firedAt: new Date(delivery.firedAt),
-        attempt,
-      });
-      this.events.emit(() => ({ type: 'completed', topic, key, attempt, size }));
-      return { kind: 'completed' };
-    } catch (thrown) {
-      const error = describeError(thrown);
-      this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
-      if (attempt < handler.options.attempts) {
-        const delayMs = backoffDelay(handler.options.backoff, attempt);
-        this.logger.warn(`${handler.name} failed on "${key}" (attempt ${attempt}/${handler.options.attempts}), retrying in ${delayMs} ms: ${error}`);
-        this.events.emit(() => ({ type: 'retrying', topic, key, attempt, size, error, retryAt: new Date(this.clock.now() + delayMs) }));
-        return { kind: 'retry', delayMs, error };
-      }
-      this.logger.error(`${handler.name} failed on "${key}" after ${attempt} attempt(s); moved to the dead set: ${error}`);
-      this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
-      return { kind: 'dead', error };
+    this.events.emit(() => ({ type: 'fired', topic, key, attempt, size: delivery.items?.length, dueAt: new Date(delivery.dueAt) }));
+    return this.run(handler, delivery).then((result) => this.outcome(handler, delivery, result));
+  }
+
+  /**
+   * Aborts every handler still running (shutdown calls it once its wait is
+   * over): their signals fire and their runs end as failed now, so no
+   * driver promise is left waiting on a handler that never settles.
+   */
+  abortRunning(message: string): void {
+    for (const run of this.runs.takeAll()) {
+      run.live = false;
+      run.abort(new HandlerAbortedError('shutdown', message));
+      run.resolve({ ok: false, error: message, cause: 'shutdown' });
     }
   }
+
+  private outcome(handler: RegisteredHandler, delivery: Delivery, result: RunResult): DeliveryOutcome {
+    const { topic, key, attempt } = delivery;
+    const size = delivery.items?.length;
+    if (result.ok) {
+      this.events.emit(() => ({ type: 'completed', topic, key, attempt, size }));
+      return { kind: 'completed' };
+    }
+    const { error } = result;
+    if (result.cause === 'shutdown') {
+      // Not the handler's failure: the process is stopping. The driver has handed the action back
+      // (Redis) or is dropping it (wheel); this outcome only ends the wait, so it costs no backoff.
+      this.logger.warn(`${handler.name} on "${key}" ${error}`);
+      this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
+      return { kind: 'retry', delayMs: 0, error };
+    }
+    if (result.cause === 'timeout') this.events.emit(() => ({ type: 'timedOut', topic, key, attempt, size, error }));
+    this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
+    if (attempt < handler.options.attempts) {
+      const delayMs = backoffDelay(handler.options.backoff, attempt);
+      this.logger.warn(`${handler.name} failed on "${key}" (attempt ${attempt}/${handler.options.attempts}), retrying in ${delayMs} ms: ${error}`);
+      this.events.emit(() => ({ type: 'retrying', topic, key, attempt, size, error, retryAt: new Date(this.clock.now() + delayMs) }));
+      return { kind: 'retry', delayMs, error };
+    }
+    this.logger.error(`${handler.name} failed on "${key}" after ${attempt} attempt(s); moved to the dead set: ${error}`);
+    this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
+    return { kind: 'dead', error };
+  }
+
+  /** Calls the handler; resolves when it settles, or at its timeout, whichever comes first. Never rejects. */
+  private run(handler: RegisteredHandler, delivery: Delivery): Promise<RunResult> {
+    return new Promise<RunResult>((resolve) => {
+      const { timeoutMs } = handler.options;
+      const run = new HandlerRun(handler.name, delivery, timeoutMs, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, resolve);
+      this.runs.add(run);
+      let returned: unknown;
+      try {
+        returned = handler.invoke(new HandlerContext(delivery, run));
+      } catch (thrown) {
+        this.settle(run, { ok: false, error: describeError(thrown), cause: 'error' });
+        return;
+      }
+      if (isThenable(returned)) {
+        returned.then(
+          () => this.settle(run, COMPLETED),
+          (thrown: unknown) => this.settle(run, { ok: false, error: describeError(thrown), cause: 'error' }),
+        );
+      } else {
+        this.settle(run, COMPLETED);
+      }
+    });
+  }
+
+  /** The handler settled: report it, unless the run was already given up (then only say it finished late). */
+  private settle(run: HandlerRun, result: RunResult): void {
+    if (run.live) {
+      run.live = false;
+      this.runs.remove(run);
+      run.resolve(result);
+      return;
+    }
+    if (run.abandonedAt === undefined) return;
+    // A handler that ignored its signal and finished after all: say so, since its work may now be done twice.
+    const outcome = result.ok ? 'completed' : `failed (${result.error})`;
+    const late = Math.round(performance.now() - run.abandonedAt);
+    this.logger.warn(`${run.handlerName} on "${run.delivery.key}" (attempt ${run.delivery.attempt}) ${outcome} ${late} ms after it timed out; that result was ignored`);
+  }
+
+  /** Called by the tracker once the run's deadline has passed (it is already out of the tracker). */
+  private timeOut(run: HandlerRun): void {
+    const error = `timed out after ${run.timeoutMs} ms`;
+    run.live = false;
+    run.abandonedAt = performance.now();
+    run.abort(new HandlerAbortedError('timeout', `${run.handlerName} on "${run.delivery.key}" ${error}`));
+    run.resolve({ ok: false, error, cause: 'timeout' });
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

@@ -35,6 +35,10 @@ export class DelayLifecycle implements OnApplicationBootstrap, BeforeApplication
 
   async beforeApplicationShutdown(): Promise<void> {
     await this.driver.drain(this.options.shutdownTimeoutMs);
+    // Handlers still running now outlived shutdownTimeout: their signals tell them to stop.
+    if (this.dispatcher.running > 0) {
+      this.dispatcher.abortRunning(`interrupted: still running when shutdown stopped waiting after ${this.options.shutdownTimeoutMs} ms`);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -39,7 +39,7 @@ describe('resolveDelayOptions', () => {
     });
     expect(resolved.clock).toBe(clock);
     expect(resolved.driver).toEqual({ type: 'wheel', tickMs: 5 });
-    expect(resolved.defaults).toEqual({ attempts: 7, backoff: { type: 'fixed', delayMs: 2_000, maxDelayMs: 2_000 }, concurrency: 2 });
+    expect(resolved.defaults).toEqual({ attempts: 7, backoff: { type: 'fixed', delayMs: 2_000, maxDelayMs: 2_000 }, concurrency: 2, timeoutMs: 300_000 });
     expect(resolved).toMatchObject({ maxPayloadBytes: 100, maxPastMs: 3_600_000, shutdownTimeoutMs: 500, consume: false });
   });
 

@@ -28,6 +28,8 @@ export interface ResolvedHandlerOptions {
   readonly attempts: number;
   readonly backoff: ResolvedBackoff;
   readonly concurrency: number;
+  /** Undefined for no limit. */
+  readonly timeoutMs: number | undefined;
 }
 
 export interface ResolvedDelayOptions {
@@ -46,7 +48,13 @@ const BUILT_IN_DEFAULTS: ResolvedHandlerOptions = {
   attempts: 3,
   backoff: { type: 'exponential', delayMs: 1_000, maxDelayMs: 3_600_000 },
   concurrency: 10,
+  // Long enough for any single domain action (a call or two to other
+  // services), short enough that a hung one gives its slot back in minutes.
+  timeoutMs: 300_000,
 };
+
+/** setTimeout's limit (about 24.8 days): a longer timer would fire at once. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /**
  * The one place module options are checked and defaulted. Every problem is
@@ -94,7 +102,19 @@ function collectHandlerOptions(options: DelayHandlerOptions, defaults: ResolvedH
     attempts,
     backoff: options.backoff === undefined ? defaults.backoff : resolveBackoff(options.backoff, `${prefix}backoff`, problems),
     concurrency: positiveInteger(options.concurrency, defaults.concurrency, `${prefix}concurrency`, problems),
+    timeoutMs: resolveTimeout(options.timeout, defaults.timeoutMs, `${prefix}timeout`, problems),
   };
+}
+
+function resolveTimeout(timeout: DelayHandlerOptions['timeout'], fallback: number | undefined, name: string, problems: string[]): number | undefined {
+  if (timeout === undefined) return fallback;
+  if (timeout === false) return undefined;
+  const before = problems.length;
+  const timeoutMs = duration(timeout, undefined, name, problems);
+  if (problems.length > before) return fallback;
+  if (timeoutMs < 1) problems.push(`${name} must be at least 1 ms (false for no timeout)`);
+  if (timeoutMs > MAX_TIMEOUT_MS) problems.push(`${name} must be at most ${MAX_TIMEOUT_MS} ms (about 24 days); false for no timeout`);
+  return timeoutMs;
 }
 
 function resolveBackoff(backoff: BackoffOption, name: string, problems: string[]): ResolvedBackoff {

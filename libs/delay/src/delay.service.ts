@@ -1,11 +1,15 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from './delay.constants';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS, DELAY_TRACE_PROPAGATOR } from './delay.constants';
 import { ResolvedDelayOptions } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
 import { ActionKindConflictError } from './errors/action-kind-conflict.error';
 import { InvalidDurationError } from './errors/invalid-duration.error';
 import { InvalidScheduleOptionsError } from './errors/invalid-schedule-options.error';
+import { UnsupportedOperationError } from './errors/unsupported-operation.error';
+import { DelayHealth } from './interfaces/delay-health.interface';
+import { DelayTracePropagator } from './interfaces/delay-trace-propagator.interface';
+import { TopicSummary } from './interfaces/topic-summary.interface';
 import { DelayDriver, ScheduleCommand, ScheduleResult, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
 import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
@@ -24,9 +28,10 @@ export class DelayService {
     @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
     @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
     private readonly events: DelayEventBus,
+    @Optional() @Inject(DELAY_TRACE_PROPAGATOR) private readonly tracer: DelayTracePropagator | null = null,
   ) {}
 
-  /** scheduled / collected / rescheduled / cancelled / fired / completed / failed / retrying / dead / redriven. */
+  /** scheduled / collected / rescheduled / cancelled / fired / completed / failed / retrying / dead / redriven / timedOut / paused / resumed. */
   get events$(): Observable<DelayEvent> {
     return this.events.events$;
   }
@@ -67,7 +72,18 @@ export class DelayService {
       due: toDueSpec(options),
       ifExists: validateIfExists(options.ifExists),
       payload: serializePayload(options.payload, this.options.maxPayloadBytes),
+      trace: this.currentTrace(),
     };
+  }
+
+  /** The caller's trace context, when a propagator is registered; a failing one costs the trace, not the schedule. */
+  private currentTrace(): string | undefined {
+    if (!this.tracer) return undefined;
+    try {
+      return this.tracer.inject() ?? undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Reports a driver's schedule result: an event unless it was kept, and the action as the caller sees it. */
@@ -100,7 +116,7 @@ export class DelayService {
     }
     if (options.slide !== undefined && typeof options.slide !== 'boolean') throw new InvalidScheduleOptionsError('slide must be true or false');
     const json = serializePayload(item, this.options.maxPayloadBytes) as string;
-    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide: options.slide ?? false, maxItems });
+    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide: options.slide ?? false, maxItems, trace: this.currentTrace() });
     this.events.emit(() => ({ type: 'collected', topic, key, size: result.size, dueAt: new Date(result.dueAt) }));
     return { topic, key, size: result.size, dueAt: new Date(result.dueAt), flushed: result.outcome === 'flushed' };
   }
@@ -167,6 +183,60 @@ export class DelayService {
   }
 
   /**
+   * Stops starting handlers of `topic`: on every instance sharing the store
+   * (Redis) or in this process (wheel). Running handlers finish; due actions
+   * wait and run in due order after resume. Scheduling goes on as usual.
+   */
+  async pause(topic: string): Promise<void> {
+    validateTopic(topic);
+    const driver = this.supporting('pause');
+    if (await driver.pause(topic)) this.events.emit(() => ({ type: 'paused', topic, key: '' }));
+  }
+
+  /** Undoes pause: what fell due meanwhile runs now, earliest first. */
+  async resume(topic: string): Promise<void> {
+    validateTopic(topic);
+    const driver = this.supporting('resume');
+    if (await driver.resume(topic)) this.events.emit(() => ({ type: 'resumed', topic, key: '' }));
+  }
+
+  async isPaused(topic: string): Promise<boolean> {
+    validateTopic(topic);
+    return this.driver.isPaused ? this.driver.isPaused(topic) : false;
+  }
+
+  /** Every topic with waiting, running or dead actions, or paused, by name; on Redis across every instance. */
+  async topics(): Promise<TopicSummary[]> {
+    const topics = await this.supporting('topics').topics();
+    return [...topics].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
+  }
+
+  /**
+   * Makes a waiting action due now, keeping its payload and attempt. False
+   * if the key has no waiting action (none, or its handler is running). On a
+   * paused topic it runs once the topic is resumed.
+   */
+  async runNow(topic: string, key: string): Promise<boolean> {
+    validateTopic(topic);
+    validateKey(key);
+    const moved = await this.supporting('runNow').runNow(topic, key);
+    if (moved) this.events.emit(() => ({ type: 'rescheduled', topic, key }));
+    return moved;
+  }
+
+  /** The driver's state for health checks and metrics: store up, round trip, per-topic consumer and lag. */
+  async health(): Promise<DelayHealth> {
+    const health = await this.supporting('health').health();
+    return { driver: this.driver.name, ...health };
+  }
+
+  /** The driver, if it implements `operation` (a custom driver may not). */
+  private supporting<K extends 'pause' | 'resume' | 'topics' | 'runNow' | 'health'>(operation: K): DelayDriver & Required<Pick<DelayDriver, K>> {
+    if (typeof this.driver[operation] !== 'function') throw new UnsupportedOperationError(operation, this.driver.name);
+    return this.driver as DelayDriver & Required<Pick<DelayDriver, K>>;
+  }
+
+  /**
    * Re-drives every dead action of a topic; returns how many. One whose key
    * has an open batch cannot come back now (ActionKindConflictError): it is
    * left dead and the rest go on.
@@ -212,6 +282,7 @@ function toPendingAction<TPayload>(action: StoredAction): PendingAction<TPayload
     dueAt: new Date(action.dueAt),
     attempt: action.attempt,
     state: action.state,
+    paused: action.paused ?? false,
   };
 }
 

@@ -2,7 +2,7 @@
 export { DelayModule } from './delay.module';
 export { DelayService } from './delay.service';
 export { OnDelayExpired } from './decorators/on-delay-expired.decorator';
-export { DELAY_DRIVER } from './delay.constants';
+export { DELAY_DRIVER, DELAY_TRACE_PROPAGATOR } from './delay.constants';
 
 export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig, RedisDriverConfig } from './interfaces/delay-module-options.interface';
 export type { RedisConnectionOptions, RedisClientLike } from './interfaces/redis-client.interface';
@@ -10,6 +10,9 @@ export type { DelayOptionsFactory } from './interfaces/delay-options-factory.int
 export type { DelayHandlerOptions, BackoffOption } from './interfaces/delay-handler-options.interface';
 export type { DelayContext } from './interfaces/delay-context.interface';
 export type { DelayEvent, DelayEventType } from './interfaces/delay-event.interface';
+export type { TopicSummary } from './interfaces/topic-summary.interface';
+export type { DelayHealth, TopicHealth, DriverHealth } from './interfaces/delay-health.interface';
+export type { DelayTracePropagator } from './interfaces/delay-trace-propagator.interface';
 export type { PendingAction, DeadAction, ActionState, Page, PageRequest } from './interfaces/pending-action.interface';
 export type { ScheduleOptions, ScheduleEntry, DueTime, IfExists, CollectOptions, BatchStatus } from './interfaces/schedule-options.interface';
 export type {

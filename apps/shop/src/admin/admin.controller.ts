@@ -1,14 +1,17 @@
 import { Controller, Get, HttpCode, HttpStatus, Param, Post, Query } from '@nestjs/common';
-import { DeadAction, Page, PendingAction } from 'nestjs-delay';
+import { DeadAction, Page, PendingAction, TopicSummary } from 'nestjs-delay';
 import { DelaysAdminService } from './delays-admin.service';
 import { DeadActionParams } from './dto/dead-action-params.dto';
 import { PageQuery } from './dto/page.query';
 import { TopicParams } from './dto/topic-params.dto';
 import { RedriveResult } from './redrive-result';
-import { TopicSummary } from './topic-summary';
 
-/** Unauthenticated: this is a demo. A real shop puts these routes behind an admin guard. */
-@Controller('admin/delays')
+/**
+ * The JSON side of the delay admin, for scripts (people use the page at
+ * /admin/delays). Unauthenticated: this is a demo. A real shop puts these
+ * routes behind an admin guard.
+ */
+@Controller('api/admin/delays')
 export class AdminController {
   constructor(private readonly admin: DelaysAdminService) {}
 

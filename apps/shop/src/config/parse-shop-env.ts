@@ -24,6 +24,7 @@ export function parseShopEnv(env: Env): ShopConfig {
     port: integer(env, 'PORT', 0, 65_535, problems),
     redisUrl: redisUrl(env, problems),
     redisPrefix: redisPrefix(env, problems),
+    adminToken: adminToken(env, problems),
     unpaidTimeoutMs: duration(env, 'UNPAID_TIMEOUT', problems),
     autoRateAfterMs: duration(env, 'AUTO_RATE_AFTER', problems),
     offlineAfterMs: duration(env, 'OFFLINE_AFTER', problems),
@@ -87,5 +88,13 @@ function redisPrefix(env: Env, problems: string[]): string | undefined {
     problems.push(`REDIS_PREFIX=${JSON.stringify(value)} must be 1 to 64 letters, digits, ".", "_", ":" or "-", e.g. shop (unset it for the default, delay)`);
     return undefined;
   }
+  return value;
+}
+
+/** Long enough that guessing it is not a pastime; trimmed, so a stray newline from a secrets file does not count. */
+function adminToken(env: Env, problems: string[]): string | undefined {
+  const value = env.ADMIN_TOKEN?.trim();
+  if (value === undefined || value === '') return undefined;
+  if (value.length < 12) problems.push('ADMIN_TOKEN must be at least 12 characters (unset it to keep the admin page read-only)');
   return value;
 }

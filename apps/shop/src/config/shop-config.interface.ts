@@ -5,6 +5,8 @@ export interface ShopConfig {
   readonly redisUrl: string | undefined;
   /** Prefix of the Redis driver's keys, so several shops (or test runs) can share one Redis. Unset: the library's default. */
   readonly redisPrefix: string | undefined;
+  /** Password for the admin page's buttons (redrive, cancel, run now, pause, resume). Unset: the page is read-only. */
+  readonly adminToken: string | undefined;
   /** How long a created order may stay unpaid before it is cancelled. */
   readonly unpaidTimeoutMs: number;
   /** How long after delivery a buyer may rate before the order is rated 5 stars. */

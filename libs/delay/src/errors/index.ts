@@ -12,3 +12,7 @@ export { InvalidDelayOptionsError } from './invalid-delay-options.error';
 export { DriverUnavailableError } from './driver-unavailable.error';
 export { ActionKindConflictError } from './action-kind-conflict.error';
 export { MissingPeerDependencyError } from './missing-peer-dependency.error';
+export { UnsupportedOperationError } from './unsupported-operation.error';
+export { HandlerAbortedError } from './handler-aborted.error';
+export { AdminGuardRequiredError } from './admin-guard-required.error';
+export { InvalidAdminOptionsError } from './invalid-admin-options.error';

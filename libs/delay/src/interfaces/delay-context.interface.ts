@@ -11,4 +11,17 @@ export interface DelayContext<TPayload = unknown, TItem = unknown> {
   readonly firedAt: Date;
   /** 1 for the first run, 2 for the first retry, and so on. */
   readonly attempt: number;
+  /**
+   * Aborts when this run has outlived its topic's `timeout` (the run is then
+   * already counted as failed and its slot given to the next action), or when
+   * shutdown gives up waiting for it. Pass it to fetch, database drivers and
+   * the like, or check `signal.aborted`, so the work stops too. A getter:
+   * destructure it rather than spreading the context.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * The W3C traceparent of the code that scheduled (or collected) the action,
+   * when a trace propagator was registered (the telemetry module does it).
+   */
+  readonly trace?: string;
 }

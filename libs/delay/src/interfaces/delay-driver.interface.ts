@@ -1,5 +1,7 @@
 import { IfExists } from './schedule-options.interface';
+import { DriverHealth } from './delay-health.interface';
 import { ActionState, PageRequest } from './pending-action.interface';
+import { TopicSummary } from './topic-summary.interface';
 
 /**
  * The contract between DelayService and a storage/timing backend. The wheel
@@ -41,6 +43,22 @@ export interface DelayDriver {
   close(): Promise<void>;
   /** Optional: tells `listener` when the store came back without its data (Redis restarted empty, failover). */
   onStoreReset?(listener: (detail: string) => void): void;
+
+  // Operations. Optional, so a custom driver written before them still
+  // compiles and runs; DelayService refuses a call its driver lacks with
+  // UnsupportedOperationError (isPaused then reports false).
+
+  /** Nothing new of the topic starts (on every instance sharing the store); running handlers finish. True if it was not paused. */
+  pause?(topic: string): Promise<boolean>;
+  /** Undoes pause: due actions run again, in due order. True if it was paused. */
+  resume?(topic: string): Promise<boolean>;
+  isPaused?(topic: string): Promise<boolean>;
+  /** Every topic with waiting, running or dead actions, or paused (across instances on a shared store). */
+  topics?(): Promise<TopicSummary[]>;
+  /** Makes a waiting action due now (it still waits while its topic is paused). False if there is no waiting action. */
+  runNow?(topic: string, key: string): Promise<boolean>;
+  /** The store's state, round trip and, per topic, consumer and lag. Never rejects: a store that cannot be reached is `up: false`. */
+  health?(): Promise<DriverHealth>;
 }
 
 /** A due time as the caller gave it; the driver resolves it on its own clock. */
@@ -55,6 +73,8 @@ export interface ScheduleCommand {
   readonly ifExists: IfExists;
   /** How far in the past an absolute `at` may be before it is refused. */
   readonly maxPastMs: number;
+  /** W3C traceparent of the scheduling code, stored with the action and handed back in its Delivery. */
+  readonly trace?: string;
 }
 
 export interface ScheduleManyCommand {
@@ -79,6 +99,8 @@ export interface StoredAction {
   readonly dueAt: number;
   readonly attempt: number;
   readonly state: ActionState;
+  /** The topic is paused. Undefined reads as false. */
+  readonly paused?: boolean;
 }
 
 export interface ScheduleResult {
@@ -112,6 +134,8 @@ export interface CollectCommand {
   readonly slide: boolean;
   /** The batch is due at once, and closed, when it holds this many items. */
   readonly maxItems: number;
+  /** W3C traceparent of the code that opened the batch (later items keep the first one's). */
+  readonly trace?: string;
 }
 
 export interface CollectResult {
@@ -134,6 +158,8 @@ export interface Delivery {
   readonly attempt: number;
   /** Identifies this arming of the action; outcomes for a stale token are ignored. */
   readonly token: string;
+  /** W3C traceparent stored with the action at schedule/collect, if any. */
+  readonly trace?: string;
 }
 
 export type DeliveryOutcome =

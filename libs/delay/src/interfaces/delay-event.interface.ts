@@ -9,6 +9,9 @@ export type DelayEventType =
   | 'retrying'
   | 'dead'
   | 'redriven'
+  | 'timedOut'
+  | 'paused'
+  | 'resumed'
   /** Redis came back without its data (topic '*', key ''): actions pending before may be lost. */
   | 'storeReset';
 
@@ -16,11 +19,12 @@ export type DelayEventType =
 export interface DelayEvent {
   readonly type: DelayEventType;
   readonly topic: string;
+  /** Empty for the events of a whole topic: paused, resumed. */
   readonly key: string;
   readonly at: Date;
   readonly attempt?: number;
   readonly dueAt?: Date;
-  /** The handler's error message, on failed / retrying / dead; what was seen, on storeReset. */
+  /** The handler's error message, on failed / retrying / dead / timedOut; what was seen, on storeReset. */
   readonly error?: string;
   /** For a batch: how many items it holds. */
   readonly size?: number;

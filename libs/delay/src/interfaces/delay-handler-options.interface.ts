@@ -13,4 +13,11 @@ export interface DelayHandlerOptions {
   readonly backoff?: BackoffOption;
   /** Handlers of this topic running at once in this process. Default 10. */
   readonly concurrency?: number;
+  /**
+   * How long one run may take. A run still going then counts as failed
+   * (retried after the backoff, dead after the last attempt), its slot goes
+   * to the next action, and `context.signal` aborts. Measured in real time,
+   * even under a VirtualClock. `false` for no limit. Default '5m'.
+   */
+  readonly timeout?: Duration | false;
 }

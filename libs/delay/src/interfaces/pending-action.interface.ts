@@ -12,6 +12,8 @@ export interface PendingAction<TPayload = unknown, TItem = unknown> {
   /** The attempt its next (or current) run is: 1 for a first run. */
   readonly attempt: number;
   readonly state: ActionState;
+  /** Its topic is paused: it will not start until the topic is resumed. */
+  readonly paused: boolean;
 }
 
 /** An action that used up its attempts, kept until it is re-driven. */

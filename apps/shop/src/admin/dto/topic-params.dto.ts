@@ -1,6 +1,6 @@
 import { IsString, MaxLength } from 'class-validator';
 
-/** Any string passes here; an unknown topic is a 404 from the service, like any unknown resource. */
+/** Any string passes here; a topic with no actions lists nothing. */
 export class TopicParams {
   @IsString()
   @MaxLength(100)

@@ -43,6 +43,8 @@ export class ActionArena {
   topicId = new Uint16Array(INITIAL_CAPACITY);
   keys: Array<string | undefined> = [];
   payloads: ArenaPayload[] = [];
+  /** Trace contexts (W3C traceparent) by index, for the few actions that carry one: nothing is paid without tracing. */
+  readonly traces = new Map<number, string>();
 
   private capacity = INITIAL_CAPACITY;
   private used = 0;
@@ -74,7 +76,14 @@ export class ActionArena {
     this.token[i] = this.tokenSeq;
   }
 
+  /** Sets or clears the trace an action carries. */
+  setTrace(i: number, trace: string | undefined): void {
+    if (trace !== undefined) this.traces.set(i, trace);
+    else if (this.traces.size > 0) this.traces.delete(i);
+  }
+
   free(i: number): void {
+    if (this.traces.size > 0) this.traces.delete(i);
     this.keys[i] = undefined;
     this.payloads[i] = undefined;
     this.where[i] = FREE;

@@ -15,12 +15,14 @@ import {
   StoredAction,
   StoredDeadAction,
 } from '../../interfaces/delay-driver.interface';
+import { DriverHealth, TopicHealth } from '../../interfaces/delay-health.interface';
 import { PageRequest } from '../../interfaces/pending-action.interface';
+import { TopicSummary } from '../../interfaces/topic-summary.interface';
 import { DelayClock, SystemClock, TimerHandle } from '../../time/clock';
 import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
-import { ActionArena, ActionQueue, ArenaPayload, isBatch, ORPHANED, READY, RUNNING } from './action-arena';
+import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
 import { TimingWheel } from './timing-wheel';
 
 export interface WheelDriverOptions {
@@ -44,7 +46,11 @@ class TopicState {
   readonly dead = new Map<string, StoredDeadAction>();
   /** Handlers allowed at once here; 0 while no handler consumes the topic. */
   concurrency = 0;
+  /** Runs whose outcome is awaited, orphaned ones included. */
   running = 0;
+  /** Of those, runs cancelled or re-armed meanwhile (no longer pending). */
+  orphans = 0;
+  paused = false;
   warnedUnhandled = false;
 
   constructor(
@@ -69,7 +75,7 @@ export class WheelDriver implements DelayDriver {
   private readonly clock: DelayClock;
   private readonly arena = new ActionArena();
   private readonly wheel: TimingWheel;
-  private readonly topics = new Map<string, TopicState>();
+  private readonly topicStates = new Map<string, TopicState>();
   private readonly topicsById: TopicState[] = [];
   private readonly inFlight = new InFlightTracker();
 
@@ -99,7 +105,7 @@ export class WheelDriver implements DelayDriver {
     if (existing !== undefined && command.ifExists === 'keep') {
       return { action: this.snapshot(existing), outcome: 'kept' };
     }
-    const i = this.arm(topic, command.key, command.payload, dueAt, existing);
+    const i = this.arm(topic, command.key, command.payload, dueAt, existing, 1, command.trace);
     return { action: this.snapshot(i), outcome: existing === undefined ? 'created' : 'replaced' };
   }
 
@@ -116,19 +122,19 @@ export class WheelDriver implements DelayDriver {
     return command.entries.map((entry, n) => {
       const existing = topic.index.get(entry.key);
       if (existing !== undefined && entry.ifExists === 'keep') return { action: this.snapshot(existing), outcome: 'kept' };
-      const i = this.arm(topic, entry.key, entry.payload, dues[n], existing);
+      const i = this.arm(topic, entry.key, entry.payload, dues[n], existing, 1, entry.trace);
       return { action: this.snapshot(i), outcome: existing === undefined ? 'created' : 'replaced' };
     });
   }
 
   async cancel(topic: string, key: string): Promise<boolean> {
-    const state = this.topics.get(topic);
+    const state = this.topicStates.get(topic);
     const i = state?.index.get(key);
     if (state === undefined || i === undefined) return false;
     state.index.delete(key);
     // A running action is left to its handler; its outcome will find it orphaned and drop it.
     if (this.arena.where[i] === RUNNING) {
-      this.arena.where[i] = ORPHANED;
+      this.orphan(state, i);
     } else {
       this.unfile(state, i);
       this.arena.free(i);
@@ -137,23 +143,23 @@ export class WheelDriver implements DelayDriver {
   }
 
   async reschedule(command: RescheduleCommand): Promise<StoredAction | null> {
-    const state = this.topics.get(command.topic);
+    const state = this.topicStates.get(command.topic);
     const i = state?.index.get(command.key);
     if (state === undefined || i === undefined) return null;
     this.assertOpen();
     if (isBatch(this.arena.payloads[i])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
-    const moved = this.arm(state, command.key, this.arena.payloads[i], dueAt, i, this.arena.attempt[i]);
+    const moved = this.arm(state, command.key, this.arena.payloads[i], dueAt, i, this.arena.attempt[i], this.arena.traces.get(i));
     return this.snapshot(moved);
   }
 
   async get(topic: string, key: string): Promise<StoredAction | null> {
-    const i = this.topics.get(topic)?.index.get(key);
+    const i = this.topicStates.get(topic)?.index.get(key);
     return i === undefined ? null : this.snapshot(i);
   }
 
   async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
-    const state = this.topics.get(topic);
+    const state = this.topicStates.get(topic);
     if (!state) return [];
     const { dueAt, keys } = this.arena;
     const indices = [...state.index.values(), ...state.detached];
@@ -163,23 +169,23 @@ export class WheelDriver implements DelayDriver {
   }
 
   async count(topic: string): Promise<number> {
-    const state = this.topics.get(topic);
+    const state = this.topicStates.get(topic);
     return state ? state.index.size + state.detached.size : 0;
   }
 
   async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
-    const dead = this.topics.get(topic)?.dead;
+    const dead = this.topicStates.get(topic)?.dead;
     if (!dead) return [];
     const records = Array.from(dead.values()).sort((a, b) => a.diedAt - b.diedAt || compareStrings(a.id, b.id));
     return records.slice(page.offset, page.offset + page.limit);
   }
 
   async countDead(topic: string): Promise<number> {
-    return this.topics.get(topic)?.dead.size ?? 0;
+    return this.topicStates.get(topic)?.dead.size ?? 0;
   }
 
   async redrive(topic: string, id: string): Promise<boolean> {
-    const state = this.topics.get(topic);
+    const state = this.topicStates.get(topic);
     const record = state?.dead.get(id);
     if (state === undefined || record === undefined) return false;
     this.assertOpen();
@@ -212,6 +218,7 @@ export class WheelDriver implements DelayDriver {
     if (i === undefined) {
       dueAt = now + (command.maxWaitMs === undefined ? command.windowMs : Math.min(command.windowMs, command.maxWaitMs));
       i = arena.alloc(state.id, command.key, { items: [command.item], openedAt: now }, dueAt);
+      arena.setTrace(i, command.trace);
       state.index.set(command.key, i);
       outcome = 'opened';
     } else {
@@ -256,10 +263,77 @@ export class WheelDriver implements DelayDriver {
     this.disarmTimer();
     // Counted at close, not at drain: handlers finishing during the drain may have scheduled more.
     let pending = 0;
-    for (const state of this.topics.values()) pending += state.index.size + state.detached.size;
+    for (const state of this.topicStates.values()) pending += state.index.size + state.detached.size;
     if (pending > 0) {
       this.logger.warn(`${pending} pending delayed action(s) are dropped: the wheel driver keeps actions in memory only`);
     }
+  }
+
+  // ---- operations ------------------------------------------------------
+
+  async pause(topic: string): Promise<boolean> {
+    const state = this.topic(topic);
+    if (state.paused) return false;
+    state.paused = true;
+    return true;
+  }
+
+  async resume(topic: string): Promise<boolean> {
+    const state = this.topicStates.get(topic);
+    if (!state?.paused) return false;
+    state.paused = false;
+    this.sortReady(state);
+    this.queuePump();
+    return true;
+  }
+
+  async isPaused(topic: string): Promise<boolean> {
+    return this.topicStates.get(topic)?.paused ?? false;
+  }
+
+  async topics(): Promise<TopicSummary[]> {
+    const summaries: TopicSummary[] = [];
+    for (const state of this.topicsById) {
+      const pending = state.index.size + state.detached.size;
+      if (pending === 0 && state.dead.size === 0 && !state.paused) continue;
+      const running = state.running - state.orphans;
+      summaries.push({ topic: state.name, waiting: pending - running, running, dead: state.dead.size, paused: state.paused });
+    }
+    return summaries;
+  }
+
+  async runNow(topic: string, key: string): Promise<boolean> {
+    const state = this.topicStates.get(topic);
+    const i = state?.index.get(key);
+    if (state === undefined || i === undefined) return false;
+    const where = this.arena.where[i];
+    if (where === RUNNING) return false;
+    // Already due and waiting for a slot: it is as early as it can be.
+    if (where === READY) return true;
+    this.assertOpen();
+    this.unfile(state, i);
+    this.arena.dueAt[i] = Math.min(this.arena.dueAt[i], this.clock.now());
+    this.file(state, i);
+    return true;
+  }
+
+  async health(): Promise<DriverHealth> {
+    const now = this.clock.now();
+    const topics: TopicHealth[] = [];
+    for (const state of this.topicsById) {
+      const consuming = state.concurrency > 0;
+      if (!consuming && state.index.size + state.detached.size === 0 && !state.paused) continue;
+      const head = state.ready.head;
+      topics.push({
+        topic: state.name,
+        consuming,
+        consumerAlive: consuming && this.dispatching,
+        // The ready queue is in the order actions fell due, so its head has waited longest.
+        lagMs: head === NIL ? 0 : Math.max(0, now - this.arena.dueAt[head]),
+        paused: state.paused,
+      });
+    }
+    return { up: !this.closed, roundTripMs: 0, topics };
   }
 
   /** Resolves once no handler runs and no dispatch is queued (used by the virtual clock). */
@@ -282,7 +356,7 @@ export class WheelDriver implements DelayDriver {
    * waiting; a running one is detached instead (its late outcome is then
    * ignored) and a fresh entry takes its place.
    */
-  private arm(state: TopicState, key: string, payload: ArenaPayload, dueAt: number, existing: number | undefined, attempt = 1): number {
+  private arm(state: TopicState, key: string, payload: ArenaPayload, dueAt: number, existing: number | undefined, attempt = 1, trace?: string): number {
     const { arena } = this;
     let i: number;
     if (existing !== undefined && arena.where[existing] !== RUNNING) {
@@ -292,10 +366,11 @@ export class WheelDriver implements DelayDriver {
       arena.dueAt[i] = dueAt;
       arena.rearm(i);
     } else {
-      if (existing !== undefined) arena.where[existing] = ORPHANED;
+      if (existing !== undefined) this.orphan(state, existing);
       i = arena.alloc(state.id, key, payload, dueAt);
       state.index.set(key, i);
     }
+    arena.setTrace(i, trace);
     arena.attempt[i] = attempt;
     this.file(state, i);
     return i;
@@ -310,6 +385,22 @@ export class WheelDriver implements DelayDriver {
     } else if (deadline < this.timerTick) {
       this.armTimer(deadline);
     }
+  }
+
+  /** A running action cancelled or re-armed: its run's outcome will be dropped. */
+  private orphan(state: TopicState, i: number): void {
+    this.arena.where[i] = ORPHANED;
+    state.orphans++;
+  }
+
+  /** Due order (then key) for the ready queue, so a resumed topic starts with what fell due first. */
+  private sortReady(state: TopicState): void {
+    const { arena } = this;
+    if (state.ready.size < 2) return;
+    const indices: number[] = [];
+    while (state.ready.size > 0) indices.push(state.ready.shift(arena));
+    indices.sort((a, b) => arena.dueAt[a] - arena.dueAt[b] || compareStrings(arena.keys[a] as string, arena.keys[b] as string));
+    for (const i of indices) state.ready.push(arena, i);
   }
 
   private unfile(state: TopicState, i: number): void {
@@ -362,7 +453,7 @@ export class WheelDriver implements DelayDriver {
   }
 
   private pump(state: TopicState): void {
-    if (!this.dispatching || state.ready.size === 0) return;
+    if (!this.dispatching || state.paused || state.ready.size === 0) return;
     if (state.concurrency === 0) {
       if (!state.warnedUnhandled) {
         state.warnedUnhandled = true;
@@ -397,6 +488,7 @@ export class WheelDriver implements DelayDriver {
       firedAt: this.clock.now(),
       attempt: arena.attempt[i],
       token: String(arena.token[i]),
+      trace: arena.traces.size > 0 ? arena.traces.get(i) : undefined,
     };
     void runDelivery(consumer, delivery).then((outcome) => {
       state.running--;
@@ -411,6 +503,7 @@ export class WheelDriver implements DelayDriver {
     // Cancelled or re-armed while running (arm() never reuses a running
     // entry): this outcome belongs to an arming that no longer exists.
     if (arena.where[i] === ORPHANED) {
+      state.orphans--;
       arena.free(i);
       return;
     }
@@ -452,11 +545,11 @@ export class WheelDriver implements DelayDriver {
   // ---- helpers ---------------------------------------------------------
 
   private topic(name: string): TopicState {
-    let state = this.topics.get(name);
+    let state = this.topicStates.get(name);
     if (!state) {
       if (this.topicsById.length >= 0xffff) throw new RangeError('The wheel driver supports at most 65535 topics');
       state = new TopicState(this.topicsById.length, name);
-      this.topics.set(name, state);
+      this.topicStates.set(name, state);
       this.topicsById.push(state);
     }
     return state;
@@ -473,6 +566,7 @@ export class WheelDriver implements DelayDriver {
       dueAt: arena.dueAt[i],
       attempt: arena.attempt[i],
       state: arena.where[i] === RUNNING ? 'running' : 'waiting',
+      paused: this.topicsById[arena.topicId[i]].paused,
     };
   }
 }

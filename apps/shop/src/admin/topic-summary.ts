@@ -1,5 +1,0 @@
-export interface TopicSummary {
-  readonly topic: string;
-  readonly pending: number;
-  readonly dead: number;
-}

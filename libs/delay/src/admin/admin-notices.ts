@@ -1,0 +1,21 @@
+/**
+ * What the page says after an action. The redirect names a notice by code,
+ * never by text, so a crafted link cannot put words of its choosing on the page.
+ */
+const NOTICES: Readonly<Record<string, (count: number) => string>> = {
+  run: () => 'The action is due now; a consumer picks it up shortly.',
+  'run-missing': () => 'That action is no longer waiting (it ran, was cancelled or is running).',
+  cancel: () => 'The action is cancelled.',
+  'cancel-missing': () => 'That action is no longer pending.',
+  redrive: () => 'The dead action is due again, now.',
+  'redrive-missing': () => 'That dead action is gone (re-driven already?).',
+  'redrive-all': (count) => `${count} dead action(s) are due again, now.`,
+  pause: () => 'The topic is paused: nothing new starts until it is resumed.',
+  resume: () => 'The topic is resumed.',
+};
+
+export function noticeText(code: unknown, count: unknown): string | undefined {
+  if (typeof code !== 'string' || !Object.prototype.hasOwnProperty.call(NOTICES, code)) return undefined;
+  const n = typeof count === 'string' && /^\d{1,9}$/.test(count) ? Number(count) : 0;
+  return (NOTICES[code] as (count: number) => string)(n);
+}

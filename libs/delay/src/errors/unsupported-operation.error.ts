@@ -1,0 +1,10 @@
+import { DelayError } from './delay.error';
+
+/** The configured driver (a custom one) does not implement this operation. */
+export class UnsupportedOperationError extends DelayError {
+  readonly code = 'ERR_DELAY_UNSUPPORTED';
+
+  constructor(operation: string, driver: string) {
+    super(`The "${driver}" delay driver does not support ${operation}`);
+  }
+}

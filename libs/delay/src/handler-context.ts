@@ -1,0 +1,38 @@
+import { HandlerRun } from './handler-run';
+import { DelayContext } from './interfaces/delay-context.interface';
+import { Delivery } from './interfaces/delay-driver.interface';
+import { parsePayload } from './validation/action-input';
+
+/**
+ * The DelayContext a handler receives. A class, so every context has one
+ * shape (a literal with spreads and an accessor falls off V8's fast path,
+ * which cost a burst most of its rate), and `signal` a getter, so the
+ * AbortController behind it is made only for handlers that read it.
+ */
+export class HandlerContext implements DelayContext {
+  readonly topic: string;
+  readonly key: string;
+  readonly payload: unknown;
+  readonly items: unknown[] | undefined;
+  readonly dueAt: Date;
+  readonly firedAt: Date;
+  readonly attempt: number;
+  readonly trace: string | undefined;
+  readonly #run: HandlerRun;
+
+  constructor(delivery: Delivery, run: HandlerRun) {
+    this.topic = delivery.topic;
+    this.key = delivery.key;
+    this.payload = parsePayload(delivery.payload);
+    this.items = delivery.items ? delivery.items.map((item) => JSON.parse(item) as unknown) : undefined;
+    this.dueAt = new Date(delivery.dueAt);
+    this.firedAt = new Date(delivery.firedAt);
+    this.attempt = delivery.attempt;
+    this.trace = delivery.trace;
+    this.#run = run;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal;
+  }
+}

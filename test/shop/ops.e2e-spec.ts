@@ -1,0 +1,67 @@
+import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
+import { SHOP_DRIVERS, ShopUnderTest, useShopFixture } from './shop-drivers';
+
+const TOKEN = 'correct-horse-battery';
+const basic = (password: string): string => `Basic ${Buffer.from(`ops:${password}`).toString('base64')}`;
+
+describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metrics and the admin page', (driver) => {
+  const fixture = useShopFixture(driver);
+  let shop: ShopUnderTest;
+
+  async function placeOrder(): Promise<string> {
+    const { body } = await shop.http
+      .post('/orders')
+      .send({ buyerId: 'ann', lines: [{ sku: 'black-tea', quantity: 1 }] })
+      .expect(201);
+    return (body as { id: string }).id;
+  }
+
+  describe('with ADMIN_TOKEN', () => {
+    beforeEach(async () => {
+      shop = await fixture.start({ env: { ...SHOP_ENV_DEFAULTS, ADMIN_TOKEN: TOKEN } });
+    });
+
+    it('is healthy, and names its driver and topics', async () => {
+      const { body } = await shop.http.get('/health').expect(200);
+      expect(body.info.delay).toMatchObject({ status: 'up', driver, topics: { 'order.unpaid': { consuming: true, consumerAlive: true } } });
+    });
+
+    it('exposes the delay metrics for Prometheus', async () => {
+      await placeOrder();
+      await placeOrder();
+      const { text, headers } = await shop.http.get('/metrics').expect(200);
+      expect(headers['content-type']).toContain('text/plain');
+      expect(text).toMatch(/^delay_actions_scheduled_total\{delay_topic="order\.unpaid"[^}]*\} 2$/m);
+      // Gauges read from the store when Prometheus scrapes.
+      expect(text).toMatch(/^delay_store_waiting\{delay_topic="order\.unpaid"[^}]*\} 2$/m);
+    });
+
+    it('serves the admin page; a write needs the token as the Basic password', async () => {
+      const id = await placeOrder();
+      const page = await shop.http.get('/admin/delays/topics/order.unpaid').expect(200);
+      expect(page.text).toContain(`<code>${id}</code>`);
+
+      const asked = await shop.http.post('/admin/delays/topics/order.unpaid/cancel').type('form').send({ key: id }).expect(401);
+      expect(asked.headers['www-authenticate']).toContain('Basic realm="shop delay admin"');
+      await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic('guess')).type('form').send({ key: id }).expect(403);
+      await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(1));
+
+      await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic(TOKEN)).type('form').send({ key: id }).expect(303);
+      await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(0));
+    });
+  });
+
+  describe('without ADMIN_TOKEN', () => {
+    beforeEach(async () => {
+      shop = await fixture.start({ env: SHOP_ENV_DEFAULTS });
+    });
+
+    it('lets anyone read the admin page and refuses every write', async () => {
+      const id = await placeOrder();
+      await shop.http.get('/admin/delays').expect(200);
+      const refused = await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic('anything')).type('form').send({ key: id }).expect(403);
+      expect(refused.text).toContain('start the shop with ADMIN_TOKEN set');
+      await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(1));
+    });
+  });
+});
