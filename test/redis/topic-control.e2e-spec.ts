@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import IORedis from 'ioredis';
 import { DelayContext, DelayService, OnDelayExpired } from 'nestjs-delay';
 import { RedisConnection } from '../../libs/delay/src/drivers/redis/redis-connection';
-import { pausedKey, RedisTopicControl } from '../../libs/delay/src/drivers/redis/redis-topic-control';
+import { RedisTopicControl } from '../../libs/delay/src/drivers/redis/redis-topic-control';
+import { topicKeys } from '../../libs/delay/src/drivers/redis/redis-keys';
 import { pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestRedisServer } from '../support/redis-server';
 import { redisAppSuite } from './support/redis-app-suite';
@@ -34,7 +35,7 @@ describe('Redis topic control', () => {
   });
 
   async function control(prefix: string, url = suite.url()): Promise<RedisTopicControl> {
-    const connection = new RedisConnection({ type: 'redis', url, prefix });
+    const connection = new RedisConnection({ url }, { commandTimeoutMs: 2_000, replicas: 0, replicasTimeoutMs: 0 });
     connections.push(connection);
     await connection.connect();
     return new RedisTopicControl(connection, prefix);
@@ -115,7 +116,7 @@ describe('Redis topic control', () => {
       expect(await tc.pause('control.p')).toBe(true);
       expect(await tc.pause('control.p')).toBe(false);
       expect(await tc.isPaused('control.p')).toBe(true);
-      expect(await raw.exists(pausedKey('tc-pause', 'control.p'))).toBe(1);
+      expect(await raw.exists(topicKeys('tc-pause', 'control.p').paused)).toBe(1);
       expect(wakes).toEqual([]);
 
       expect(await tc.resume('control.p')).toBe(true);

@@ -54,7 +54,7 @@ export function isBatchEnvelope(envelope: Envelope): boolean {
   return envelope.payload !== undefined && envelope.payload.startsWith('#');
 }
 
-export function toStoredAction(topic: string, member: string, text: string, running: boolean, items: string): StoredAction {
+export function toStoredAction(topic: string, member: string, text: string, running: boolean, items: string, paused = false): StoredAction {
   const envelope = parseEnvelope(text);
   const batch = isBatchEnvelope(envelope);
   return {
@@ -65,6 +65,7 @@ export function toStoredAction(topic: string, member: string, text: string, runn
     dueAt: envelope.dueAt,
     attempt: envelope.attempt,
     state: running ? 'running' : 'waiting',
+    paused,
   };
 }
 

@@ -21,6 +21,8 @@ export interface TopicKeys {
   readonly itemsPrefix: string;
   /** Prefix of a claim's record (prefix + claim id): what it took, so a claim whose reply was lost can be asked again. */
   readonly claimPrefix: string;
+  /** STRING whose existence pauses the topic on every instance (the claim script then starts nothing new). */
+  readonly paused: string;
 }
 
 export function topicKeys(prefix: string, topic: string): TopicKeys {
@@ -35,5 +37,6 @@ export function topicKeys(prefix: string, topic: string): TopicKeys {
     wake: `${base}:wake`,
     itemsPrefix: `${base}:items:`,
     claimPrefix: `${base}:claim:`,
+    paused: `${base}:paused`,
   };
 }

@@ -78,6 +78,11 @@ export class RedisTopicConsumer {
     void this.claim();
   }
 
+  /** Running, and its last claim reached Redis (health). */
+  get alive(): boolean {
+    return !this.stopped && this.failures === 0;
+  }
+
   stop(): void {
     this.stopped = true;
     this.disarm();
@@ -121,7 +126,7 @@ export class RedisTopicConsumer {
       const { keys, leaseMs } = this.settings;
       reply = await this.connection.run<Array<string | number>>(
         'claim',
-        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId],
+        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused],
         [Math.max(0, limit), leaseMs, keys.itemsPrefix],
       );
       this.failures = 0;

@@ -1,14 +1,7 @@
-import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { DriverHealth, TopicHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
-import { describeError } from '../../utils/describe-error';
 import { RedisClient, RedisConnection } from './redis-connection';
 import { TopicKeys, topicKeys } from './redis-keys';
-
-/** The key whose existence pauses a topic: same hash tag as the topic's other keys, so the claim script can read it. */
-export function pausedKey(prefix: string, topic: string): string {
-  return `${prefix}:{${topic}}:paused`;
-}
 
 /** What the health snapshot needs to know of a topic consumed in this process. */
 export interface ConsumerState {
@@ -38,15 +31,15 @@ export class RedisTopicControl {
   ) {}
 
   async pause(topic: string): Promise<boolean> {
-    return (await this.connection.run<number>('pause', [pausedKey(this.prefix, topic)], [])) === 1;
+    return (await this.connection.run<number>('pause', [this.keysOf(topic).paused], [])) === 1;
   }
 
   async resume(topic: string): Promise<boolean> {
-    return (await this.connection.run<number>('resume', [pausedKey(this.prefix, topic)], [this.keysOf(topic).wake])) === 1;
+    return (await this.connection.run<number>('resume', [this.keysOf(topic).paused], [this.keysOf(topic).wake])) === 1;
   }
 
   async isPaused(topic: string): Promise<boolean> {
-    return (await this.command(() => this.connection.client.exists(pausedKey(this.prefix, topic)))) === 1;
+    return (await this.connection.call('EXISTS', (client) => client.exists(this.keysOf(topic).paused))) === 1;
   }
 
   async runNow(topic: string, key: string): Promise<boolean> {
@@ -76,7 +69,7 @@ export class RedisTopicControl {
     const states = [...consumers];
     const started = performance.now();
     try {
-      await withTimeout(this.connection.client.ping(), timeoutMs);
+      await this.connection.bounded('PING', withTimeout(this.connection.client.ping(), timeoutMs));
     } catch {
       return { up: false, roundTripMs: Math.round(performance.now() - started), topics: states.map((state) => ({ topic: state.topic, consuming: true, consumerAlive: false, lagMs: 0, paused: false })) };
     }
@@ -97,7 +90,7 @@ export class RedisTopicControl {
   /** [pending, running, dead, paused, now, earliest due or -1]. */
   private async summary(topic: string): Promise<[number, number, number, boolean, number, number]> {
     const keys = this.keysOf(topic);
-    const reply = await this.connection.run<number[]>('topicSummary', [keys.env, keys.active, keys.deadIndex, pausedKey(this.prefix, topic), keys.due], []);
+    const reply = await this.connection.run<number[]>('topicSummary', [keys.env, keys.active, keys.deadIndex, this.keysOf(topic).paused, keys.due], []);
     return [Number(reply[0]), Number(reply[1]), Number(reply[2]), Number(reply[3]) === 1, Number(reply[4]), Number(reply[5])];
   }
 
@@ -111,7 +104,7 @@ export class RedisTopicControl {
       nodes.map(async (node) => {
         let cursor = '0';
         do {
-          const [next, keys] = await this.command(() => node.scan(cursor, 'MATCH', `${head}{*}:*`, 'COUNT', SCAN_COUNT));
+          const [next, keys] = await this.connection.call('SCAN', () => node.scan(cursor, 'MATCH', `${head}{*}:*`, 'COUNT', SCAN_COUNT));
           cursor = next;
           for (const key of keys) {
             const match = TOPIC_KEY.exec(key.slice(head.length));
@@ -121,14 +114,6 @@ export class RedisTopicControl {
       }),
     );
     return names;
-  }
-
-  private async command<T>(call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      throw new DriverUnavailableError(`Redis did not answer: ${describeError(error)}`, error);
-    }
   }
 }
 

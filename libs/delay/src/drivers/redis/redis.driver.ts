@@ -26,6 +26,9 @@ import { parseDeadRecord, toStoredAction } from './redis-envelope';
 import { TopicKeys, topicKeys } from './redis-keys';
 import { RedisTopicConsumer } from './redis-topic-consumer';
 import { RedisWakeSubscriber } from './redis-wake-subscriber';
+import { RedisTopicControl } from './redis-topic-control';
+import { DriverHealth } from '../../interfaces/delay-health.interface';
+import { TopicSummary } from '../../interfaces/topic-summary.interface';
 
 type Reply = Array<string | number>;
 
@@ -53,6 +56,7 @@ export class RedisDriver implements DelayDriver {
   private readonly clockSkew = { value: 0 };
   private readonly wakeCheckMs: number;
   private readonly epochWatch: RedisEpochWatch;
+  private readonly control: RedisTopicControl;
   private readonly storeResetListeners: Array<(detail: string) => void> = [];
   private subscriber: RedisWakeSubscriber | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -74,6 +78,7 @@ export class RedisDriver implements DelayDriver {
     this.leaseMs = parseDuration(config.lease ?? '30s');
     this.claimBatch = config.claimBatch ?? 100;
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
+    this.control = new RedisTopicControl(this.connection, this.prefix, (topic) => this.keys(topic));
     this.epochWatch = new RedisEpochWatch(this.connection, `${this.prefix}:epoch`, (detail) => {
       for (const listener of this.storeResetListeners) listener(detail);
     });
@@ -151,16 +156,18 @@ export class RedisDriver implements DelayDriver {
 
   async get(topic: string, key: string): Promise<StoredAction | null> {
     const keys = this.keys(topic);
-    const reply = await this.connection.run<Reply | null>('get', [keys.env, keys.active], [key, keys.itemsPrefix]);
-    return reply ? toStoredAction(topic, key, String(reply[0]), Number(reply[1]) === 1, String(reply[2])) : null;
+    const reply = await this.connection.run<Reply | null>('get', [keys.env, keys.active, keys.paused], [key, keys.itemsPrefix]);
+    return reply ? toStoredAction(topic, key, String(reply[0]), Number(reply[1]) === 1, String(reply[2]), Number(reply[3]) === 1) : null;
   }
 
   async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
     const keys = this.keys(topic);
-    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active], [page.offset, page.limit, keys.itemsPrefix]);
+    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active, keys.paused], [page.offset, page.limit, keys.itemsPrefix]);
+    // The first element says whether the topic is paused; then four per action.
+    const paused = Number(reply[0]) === 1;
     const actions: StoredAction[] = [];
-    for (let n = 0; n < reply.length; n += 4) {
-      actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1, String(reply[n + 3])));
+    for (let n = 1; n < reply.length; n += 4) {
+      actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1, String(reply[n + 3]), paused));
     }
     return actions;
   }
@@ -247,6 +254,30 @@ export class RedisDriver implements DelayDriver {
     this.subscriber?.stop();
     this.subscriber = undefined;
     await this.connection.close();
+  }
+
+  pause(topic: string): Promise<boolean> {
+    return this.control.pause(topic);
+  }
+
+  resume(topic: string): Promise<boolean> {
+    return this.control.resume(topic);
+  }
+
+  isPaused(topic: string): Promise<boolean> {
+    return this.control.isPaused(topic);
+  }
+
+  topics(): Promise<TopicSummary[]> {
+    return this.control.topics();
+  }
+
+  runNow(topic: string, key: string): Promise<boolean> {
+    return this.control.runNow(topic, key);
+  }
+
+  health(): Promise<DriverHealth> {
+    return this.control.health(Array.from(this.consumers, ([topic, consumer]) => ({ topic, alive: consumer.alive })));
   }
 
   // ---- helpers ---------------------------------------------------------

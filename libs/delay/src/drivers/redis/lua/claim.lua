@@ -17,6 +17,8 @@ KEYS[5] claim record LIST: member, token pairs this claim took (its id is
         again: it then hands back what it took, still leased, same attempt)
 KEYS[6] the record of this instance's previous claim, whose reply arrived:
         no longer needed, deleted (a record otherwise expires with its lease)
+KEYS[7] paused STRING: while it exists nothing new is claimed and next is
+        -1 (a resume publishes a wake); a lost reply is still handed back
 ARGV[1] limit: how many to claim at most
 ARGV[2] lease, ms
 ARGV[3] items key prefix (a batch's items live at prefix .. member, same hash tag)
@@ -49,6 +51,7 @@ for _, member in ipairs(expired) do
 end
 
 redis.call('DEL', KEYS[6])
+local paused = redis.call('EXISTS', KEYS[7]) == 1
 
 local result = {now, -1}
 local function hand(member, envelope)
@@ -70,7 +73,7 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
       hand(member, envelope)
     end
   end
-elseif limit > 0 then
+elseif limit > 0 and not paused then
   local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
   for _, member in ipairs(due) do
     redis.call('ZREM', KEYS[1], member)
@@ -101,5 +104,6 @@ local nextLease = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextAt = -1
 if nextDue[2] then nextAt = tonumber(nextDue[2]) end
 if nextLease[2] and (nextAt < 0 or tonumber(nextLease[2]) < nextAt) then nextAt = tonumber(nextLease[2]) end
+if paused then nextAt = -1 end
 result[2] = nextAt
 return result

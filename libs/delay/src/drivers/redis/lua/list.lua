@@ -5,11 +5,13 @@ then waiting ones by due time then key.
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
+KEYS[4] paused STRING (exists while the topic is paused)
 ARGV[1] offset
 ARGV[2] limit
 ARGV[3] items key prefix
 
-Returns {member1, envelope1, active1, items1, member2, ...}; activeN is 1 for
+Returns {paused, member1, envelope1, active1, items1, member2, ...}; paused is
+1 while the topic is paused; activeN is 1 for
 a running action; itemsN is '' unless the member is a batch.
 ]]
 local offset = tonumber(ARGV[1])
@@ -47,4 +49,5 @@ if taken < limit then
     result[#result + 1] = redis.call('GET', ARGV[3] .. key) or ''
   end
 end
+table.insert(result, 1, redis.call('EXISTS', KEYS[4]))
 return result
