@@ -29,7 +29,10 @@ export function parseItems(text: string): string[] {
  * its items stored apart.
  */
 export interface Envelope {
+  /** The whole token field, trace included: what acks compare. */
   readonly token: string;
+  /** The trace context of the request that armed it, carried in the token after a '~'. */
+  readonly trace: string | undefined;
   readonly attempt: number;
   readonly dueAt: number;
   readonly payload: string | undefined;
@@ -43,11 +46,22 @@ export function parseEnvelope(text: string): Envelope {
   const payload = text.slice(third + 1);
   return {
     token: text.slice(0, first),
+    trace: traceOfToken(text.slice(0, first)),
     attempt: Number(text.slice(first + 1, second)),
     dueAt: parseInt(text.slice(second + 1, third), 36),
     // Valid JSON is never empty, so '' can stand for "no payload".
     payload: payload === '' ? undefined : payload,
   };
+}
+
+function traceOfToken(token: string): string | undefined {
+  const at = token.indexOf('~');
+  return at < 0 ? undefined : token.slice(at + 1);
+}
+
+/** What may ride in a token: a W3C traceparent; anything else is not stored. */
+export function storableTrace(trace: string | undefined): string {
+  return trace !== undefined && /^[0-9a-f-]{1,128}$/.test(trace) ? trace : '';
 }
 
 export function isBatchEnvelope(envelope: Envelope): boolean {

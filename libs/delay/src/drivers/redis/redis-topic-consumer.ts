@@ -207,6 +207,7 @@ export class RedisTopicConsumer {
       firedAt: now,
       attempt: envelope.attempt,
       token: envelope.token,
+      trace: envelope.trace,
     };
     this.running.set(delivery, member);
     this.inFlight.enter();

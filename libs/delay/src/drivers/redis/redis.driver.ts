@@ -22,7 +22,7 @@ import { InFlightTracker } from '../in-flight-tracker';
 import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { RedisEpochWatch } from './redis-epoch-watch';
-import { parseDeadRecord, toStoredAction } from './redis-envelope';
+import { parseDeadRecord, storableTrace, toStoredAction } from './redis-envelope';
 import { TopicKeys, topicKeys } from './redis-keys';
 import { RedisTopicConsumer } from './redis-topic-consumer';
 import { RedisWakeSubscriber } from './redis-wake-subscriber';
@@ -203,7 +203,7 @@ export class RedisDriver implements DelayDriver {
     const reply = await this.connection.write<Reply>(
       'collect',
       [keys.due, keys.env, keys.active, keys.seq],
-      [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix],
+      [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix, storableTrace(command.trace)],
     );
     const status = Number(reply[0]);
     if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'action');

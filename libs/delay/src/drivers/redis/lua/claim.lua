@@ -43,8 +43,8 @@ for _, member in ipairs(expired) do
   redis.call('ZREM', KEYS[3], member)
   local envelope = redis.call('HGET', KEYS[2], member)
   if envelope then
-    local _, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-    local token = mintToken(KEYS[4])
+    local old, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    local token = mintToken(KEYS[4]) .. traceOf(old)
     redis.call('HSET', KEYS[2], member, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
     redis.call('ZADD', KEYS[1], now, member)
   end
@@ -85,7 +85,7 @@ elseif limit > 0 and not paused then
         if sep then
           redis.call('SREM', itemsPrefix .. '\31' .. string.sub(member, 1, sep - 1), member)
         else
-          local sealed = member .. '\31' .. string.format('%016d', tonumber(token, 36))
+          local sealed = member .. '\31' .. string.format('%016d', tokenNumber(token))
           redis.call('HDEL', KEYS[2], member)
           redis.call('HSET', KEYS[2], sealed, envelope)
           redis.call('RENAME', itemsPrefix .. member, itemsPrefix .. sealed)

@@ -22,6 +22,7 @@ ARGV[5] '1' to slide the window with each item
 ARGV[6] max items
 ARGV[7] wake channel
 ARGV[8] items key prefix
+ARGV[9] trace context of the request that opens a batch ('' for none)
 
 Returns {status, size, dueAt, now}
   status 1 opened, 2 joined, 3 flushed (this item filled it), -3 the key has a single action pending
@@ -51,7 +52,7 @@ if existing then
   end
   status = 2
 else
-  token = mintToken(KEYS[4])
+  token = withTrace(mintToken(KEYS[4]), ARGV[9])
   attempt = '1'
   size = 1
   openedAt = now
@@ -65,7 +66,7 @@ redis.call('APPEND', itemsPrefix .. key, string.len(ARGV[2]) .. ':' .. ARGV[2])
 local member = key
 if size >= tonumber(ARGV[6]) then
   -- Full: close it under its own id, so the key is free for the next batch.
-  member = key .. '\31' .. string.format('%016d', tonumber(token, 36))
+  member = key .. '\31' .. string.format('%016d', tokenNumber(token))
   redis.call('HDEL', KEYS[2], key)
   redis.call('ZREM', KEYS[1], key)
   redis.call('RENAME', itemsPrefix .. key, itemsPrefix .. member)

@@ -22,7 +22,7 @@ for i = 2, #ARGV, 2 do
   if envelope then
     local token, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
     if token == ARGV[i + 1] then
-      local fresh = mintToken(KEYS[4])
+      local fresh = mintToken(KEYS[4]) .. traceOf(token)
       redis.call('HSET', KEYS[2], key, fresh .. '|' .. attempt .. '|' .. dueAt .. '|' .. payload)
       redis.call('ZREM', KEYS[3], key)
       redis.call('ZADD', KEYS[1], now, key)

@@ -31,8 +31,8 @@ if ARGV[2] == 'delay' then dueAt = now + tonumber(ARGV[3]) else dueAt = tonumber
 if dueAt < 0 or dueAt < now - tonumber(ARGV[4]) then return {-1, tostring(dueAt), now} end
 if dueAt > now + tonumber(ARGV[5]) then return {-2, tostring(dueAt), now} end
 
-local _, attempt, _, payload = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-local token = mintToken(KEYS[4])
+local old, attempt, _, payload = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+local token = mintToken(KEYS[4]) .. traceOf(old)
 local envelope = token .. '|' .. attempt .. '|' .. b36(dueAt) .. '|' .. payload
 redis.call('HSET', KEYS[2], key, envelope)
 redis.call('ZADD', KEYS[1], dueAt, key)

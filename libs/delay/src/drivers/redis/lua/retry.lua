@@ -24,7 +24,7 @@ if not envelope then return 0 end
 local token, attempt, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
 if token ~= ARGV[2] then return 0 end
 local dueAt = now + tonumber(ARGV[3])
-local fresh = mintToken(KEYS[4])
+local fresh = mintToken(KEYS[4]) .. traceOf(token)
 redis.call('HSET', KEYS[2], key, fresh .. '|' .. (tonumber(attempt) + 1) .. '|' .. b36(dueAt) .. '|' .. payload)
 redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], dueAt, key)

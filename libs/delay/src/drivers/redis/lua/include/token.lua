@@ -13,3 +13,21 @@ local function mintToken(seqKey)
   redis.call('SET', seqKey, string.format('%.0f', token))
   return b36(token)
 end
+
+-- A token may carry the trace context (a W3C traceparent) of the request
+-- that armed the action, after a '~': the handler's span is then a child of
+-- that request's. A new token for the same arming (retry, lease expiry,
+-- release, reschedule) keeps it; acks compare the whole field.
+local function traceOf(token)
+  return string.match(token, '~.*$') or ''
+end
+
+local function withTrace(token, trace)
+  if trace == nil or trace == '' then return token end
+  return token .. '~' .. trace
+end
+
+-- The token's number (what sealed batch ids are made of), without its trace.
+local function tokenNumber(token)
+  return tonumber(string.match(token, '^[^~]*'), 36)
+end
