@@ -2,10 +2,24 @@ import { Injectable, Logger } from '@nestjs/common';
 import { backoffDelay } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry } from './delay-handler.registry';
+import { DelayContext } from './interfaces/delay-context.interface';
 import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
 import { describeError } from './utils/describe-error';
 import { parsePayload } from './validation/action-input';
+
+/** Shared: an outcome is only read. */
+const COMPLETED: DeliveryOutcome = { kind: 'completed' };
+
+/** What a handler receives; `items` is present only for a batch. */
+function toContext(delivery: Delivery): DelayContext {
+  const payload = parsePayload(delivery.payload);
+  const dueAt = new Date(delivery.dueAt);
+  const firedAt = new Date(delivery.firedAt);
+  const { topic, key, attempt, items } = delivery;
+  if (items === undefined) return { topic, key, payload, dueAt, firedAt, attempt };
+  return { topic, key, payload, items: items.map((item) => JSON.parse(item) as unknown), dueAt, firedAt, attempt };
+}
 
 /** How long an action waits when it reaches an instance that has no handler for it. */
 const NO_HANDLER_RETRY_MS = 60_000;
@@ -45,19 +59,13 @@ export class DelayDispatcher implements DelayConsumer {
       this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
       return { kind: 'dead', error };
     }
-    this.events.emit(() => ({ type: 'fired', topic, key, attempt, size, dueAt: new Date(delivery.dueAt) }));
+    // The hot path: no event is built, and no closure made for one, unless someone listens.
+    const { events } = this;
+    if (events.listening) events.publish({ type: 'fired', topic, key, at: events.now(), attempt, size, dueAt: new Date(delivery.dueAt) });
     try {
-      await handler.invoke({
-        topic,
-        key,
-        payload: parsePayload(delivery.payload),
-        ...(delivery.items ? { items: delivery.items.map((item) => JSON.parse(item) as unknown) } : {}),
-        dueAt: new Date(delivery.dueAt),
-        firedAt: new Date(delivery.firedAt),
-        attempt,
-      });
-      this.events.emit(() => ({ type: 'completed', topic, key, attempt, size }));
-      return { kind: 'completed' };
+      await handler.invoke(toContext(delivery));
+      if (events.listening) events.publish({ type: 'completed', topic, key, at: events.now(), attempt, size });
+      return COMPLETED;
     } catch (thrown) {
       const error = describeError(thrown);
       this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
