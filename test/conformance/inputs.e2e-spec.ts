@@ -178,6 +178,7 @@ const ROUND_TRIPS: Array<{ readonly name: string; readonly payload: unknown; rea
     payload: { when: new Date(Date.UTC(2031, 4, 6, 7, 8, 9, 123)), n: 1.5, s: 'ü € 😀 | a|b', nested: { list: [1, null, true, 'x'] }, nothing: null, nan: NaN, dropped: undefined },
     received: { when: '2031-05-06T07:08:09.123Z', n: 1.5, s: 'ü € 😀 | a|b', nested: { list: [1, null, true, 'x'] }, nothing: null, nan: null },
   },
+  { name: 'undefined in an array (null, as JSON writes it)', payload: [1, undefined, { gone: undefined }], received: [1, null, {}] },
   { name: 'a Date alone', payload: new Date(Date.UTC(2030, 0, 2)), received: '2030-01-02T00:00:00.000Z' },
   { name: 'a string', payload: 'plain text', received: 'plain text' },
   { name: 'an empty string', payload: '', received: '' },
