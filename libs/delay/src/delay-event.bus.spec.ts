@@ -1,5 +1,6 @@
 import { DelayEventBus } from './delay-event.bus';
 import { DelayEvent } from './interfaces/delay-event.interface';
+import { SystemClock } from './time/clock';
 import { VirtualClock } from './time/virtual-clock';
 
 describe('DelayEventBus', () => {
@@ -49,6 +50,22 @@ describe('DelayEventBus', () => {
     bus.publish(event('k'));
     bus.publish(event('k'));
     expect(seen).toEqual(['first', 'third', 'first', 'third']);
+  });
+
+  it('stamps events with the time of its clock, the system clock included', () => {
+    const virtual = new VirtualClock();
+    expect(new DelayEventBus(virtual).now().getTime()).toBe(virtual.now());
+    const before = Date.now();
+    const stamped = new DelayEventBus(new SystemClock()).now().getTime();
+    expect(stamped).toBeGreaterThanOrEqual(before);
+    expect(stamped).toBeLessThanOrEqual(Date.now());
+    // A subclass that moves time is read through its own now().
+    class ShiftedClock extends SystemClock {
+      override now(): number {
+        return 1_000;
+      }
+    }
+    expect(new DelayEventBus(new ShiftedClock()).now().getTime()).toBe(1_000);
   });
 
   it('completes every subscriber at shutdown, and completes a late one at once', () => {
