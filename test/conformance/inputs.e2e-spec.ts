@@ -112,6 +112,7 @@ const BAD_INPUTS: BadInput[] = [
     call: (delay) => delay.scheduleMany(TOPIC.basic, [{ key: 'existing', delay: 100, payload: { f: () => 1 } }]),
     error: PayloadNotSerializableError,
     code: PAYLOAD_CODE,
+    message: 'Payload is not JSON-serialisable: property "f" is a function, which JSON would drop',
   },
   {
     name: 'function nested in a collected item',
@@ -127,8 +128,20 @@ const BAD_INPUTS: BadInput[] = [
     code: DURATION_CODE,
     message: 'Invalid duration "30": a number without a unit: write "30ms" or "30s" (or pass the number 30 for milliseconds)',
   },
-  { name: 'reschedule with a duration string without a unit', call: (delay) => delay.reschedule(TOPIC.basic, 'existing', { delay: '45' }), error: InvalidDurationError, code: DURATION_CODE },
-  { name: 'collect window without a unit', call: (delay) => delay.collect(TOPIC.basic, 'batch', 1, { window: '3' }), error: InvalidDurationError, code: DURATION_CODE },
+  {
+    name: 'reschedule with a duration string without a unit',
+    call: (delay) => delay.reschedule(TOPIC.basic, 'existing', { delay: '45' }),
+    error: InvalidDurationError,
+    code: DURATION_CODE,
+    message: 'Invalid duration "45": a number without a unit: write "45ms" or "45s" (or pass the number 45 for milliseconds)',
+  },
+  {
+    name: 'collect window without a unit',
+    call: (delay) => delay.collect(TOPIC.basic, 'batch', 1, { window: '3' }),
+    error: InvalidDurationError,
+    code: DURATION_CODE,
+    message: 'Invalid duration "3": a number without a unit: write "3ms" or "3s" (or pass the number 3 for milliseconds)',
+  },
   {
     name: 'maxWait without slide',
     call: (delay) => delay.collect(TOPIC.basic, 'batch', 1, { window: '1s', maxWait: '5s' }),
