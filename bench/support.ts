@@ -1,5 +1,6 @@
 // Small helpers shared by the benchmarks: a seeded PRNG, garbage collection
-// and memory readings, percentiles, and Markdown table printing.
+// and memory readings, percentiles, Markdown table printing, the load average.
+import { loadavg } from 'node:os';
 
 /** Marsaglia's xorshift32: reproducible numbers in [0, 1) from a seed. */
 export function xorshift32(seed: number): () => number {
@@ -99,4 +100,11 @@ export function shuffle<T>(items: readonly T[], random: () => number): T[] {
     copy[j] = held;
   }
   return copy;
+}
+
+/** The 1, 5 and 15 minute load averages, for the header and footer of every run (the machine is shared). */
+export function loadAverage(): string {
+  return loadavg()
+    .map((load) => fmt(load, 2))
+    .join(' / ');
 }

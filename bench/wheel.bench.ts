@@ -1,9 +1,14 @@
-// The wheel benchmark: native setTimeout, an indexed binary heap and
-// nestjs-delay's WheelDriver (directly and through DelayService), side by
-// side in one process, at 10k, 100k and 1M pending actions.
+// The wheel benchmark: native setTimeout (with a different random delay per
+// timer, and with one fixed delay), an indexed binary heap and nestjs-delay's
+// WheelDriver (bare, through DelayService, and through DelayService with one
+// events$ subscriber), side by side in one process, at 10k, 100k and 1M
+// pending actions.
 //
 //   npm run bench:wheel
 //   BENCH_SIZES=10000,100000 npm run bench:wheel   (a quicker run)
+//   BENCH_ONLY=timeout,service npm run bench:wheel   (some rows only)
+//
+// bench/wheel-scale.bench.ts measures memory at larger sizes and dispatch.
 //
 // Figures: heap + array-buffer bytes per pending action, schedule and cancel
 // ns/op, and a burst of N actions due at one moment (callbacks per second,
@@ -12,13 +17,13 @@ import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import type { DynamicModule, INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { availableParallelism, cpus, totalmem } from 'node:os';
 import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DelayModule, DelayService, OnDelayExpired, SystemClock, WheelDriver } from 'nestjs-delay';
 import type { DeliveryOutcome, TimerHandle } from 'nestjs-delay';
 import { HeapTimer } from './indexed-heap';
-import { collectGarbage, fmt, markdownTable, median, quantile, randomDelays, readMemory, settle, shuffle, sizeLabel, xorshift32 } from './support';
+import { collectGarbage, fmt, loadAverage, markdownTable, median, quantile, randomDelays, readMemory, settle, shuffle, sizeLabel, xorshift32 } from './support';
 
 const TOPIC = 'bench.action';
 const TICK_MS = 100;
@@ -66,24 +71,37 @@ class TimedClock extends SystemClock {
   }
 }
 
-type ContenderId = 'timeout' | 'heap' | 'wheel' | 'service' | 'map';
+type ContenderId = 'timeout' | 'timeout-fixed' | 'heap' | 'wheel' | 'service' | 'service-events' | 'map';
 
 interface Contender {
   readonly id: ContenderId;
   readonly label: string;
-  /** False for the Map floor: it keeps keys, not timers, so it has no burst. */
+  /** False for the Map floor (it keeps keys, not timers), and for the variants whose burst would repeat another row's. */
   readonly fires: boolean;
   create(onFire: () => void): Promise<Instance>;
 }
 
-/** A Map<key, Timeout>, as a user would write it; re-arming clears the old timer first. */
+/** One delay for every timer: the common case (every unpaid order waits 30 minutes), and setTimeout's best. */
+const FIXED_DELAY_MS = 1_800_000;
+
+/**
+ * A Map<key, Timeout>, as a user would write it; re-arming clears the old
+ * timer first. With `fixedDelayMs`, every timer gets that delay: Node keeps
+ * one list per distinct delay, so one delay is setTimeout's cheapest case,
+ * and a different delay per timer its dearest.
+ */
 class TimeoutInstance implements Instance {
   private readonly timers = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly onFire: () => void) {}
+  constructor(
+    private readonly onFire: () => void,
+    private readonly fixedDelayMs?: number,
+  ) {}
 
   async scheduleAll(keys: readonly string[], delays: Float64Array, count: number): Promise<void> {
-    for (let i = 0; i < count; i++) this.arm(keys[i], delays[i]);
+    const fixed = this.fixedDelayMs;
+    if (fixed !== undefined) for (let i = 0; i < count; i++) this.arm(keys[i], fixed);
+    else for (let i = 0; i < count; i++) this.arm(keys[i], delays[i]);
   }
 
   async cancelAll(keys: readonly string[], count: number): Promise<void> {
@@ -226,6 +244,9 @@ class ServiceBenchModule {
   }
 }
 
+/** Keeps each events$ listener's count reachable, so its work cannot be optimised away. */
+const keepAlive: Array<() => number> = [];
+
 /** The full path: DelayModule in a Nest application context, calls through DelayService. */
 class ServiceInstance implements Instance {
   private constructor(
@@ -234,11 +255,21 @@ class ServiceInstance implements Instance {
     private readonly clock: TimedClock,
   ) {}
 
-  static async create(onFire: () => void): Promise<ServiceInstance> {
+  /** With `listen`, one events$ subscriber counts the events, as a metrics exporter would. */
+  static async create(onFire: () => void, listen = false): Promise<ServiceInstance> {
     const clock = new TimedClock();
     const app = await NestFactory.createApplicationContext(ServiceBenchModule.withClock(clock), { logger: false });
     app.get(BurstHandler).fire = onFire;
-    return new ServiceInstance(app, app.get(DelayService), clock);
+    const service = app.get(DelayService);
+    if (listen) {
+      // The cheapest listener there is, so the row shows what the library spends on events, not the listener.
+      let seen = 0;
+      service.events$.subscribe(() => {
+        seen++;
+      });
+      keepAlive.push(() => seen);
+    }
+    return new ServiceInstance(app, service, clock);
   }
 
   async scheduleAll(keys: readonly string[], delays: Float64Array, count: number): Promise<void> {
@@ -296,13 +327,29 @@ class MapFloorInstance implements Instance {
   }
 }
 
-const CONTENDERS: readonly Contender[] = [
-  { id: 'timeout', label: 'setTimeout (Map<key, Timeout>)', fires: true, create: async (onFire) => new TimeoutInstance(onFire) },
+const ALL_CONTENDERS: readonly Contender[] = [
+  { id: 'timeout', label: 'setTimeout (Map<key, Timeout>), random delays', fires: true, create: async (onFire) => new TimeoutInstance(onFire) },
+  { id: 'timeout-fixed', label: 'setTimeout (Map<key, Timeout>), one fixed delay', fires: false, create: async (onFire) => new TimeoutInstance(onFire, FIXED_DELAY_MS) },
   { id: 'heap', label: 'indexed binary heap', fires: true, create: async (onFire) => new HeapInstance(onFire) },
   { id: 'wheel', label: 'nestjs-delay WheelDriver', fires: true, create: (onFire) => WheelInstance.create(onFire) },
   { id: 'service', label: 'nestjs-delay DelayService (wheel)', fires: true, create: (onFire) => ServiceInstance.create(onFire) },
+  {
+    id: 'service-events',
+    label: 'nestjs-delay DelayService (wheel), one events$ subscriber',
+    fires: false,
+    create: (onFire) => ServiceInstance.create(onFire, true),
+  },
   { id: 'map', label: 'Map<string, number> only (floor)', fires: false, create: async () => new MapFloorInstance() },
 ];
+
+/** BENCH_ONLY=timeout,service runs only those rows (ids as in ContenderId): for a quick look, not for the figures. */
+const CONTENDERS: readonly Contender[] = ((): readonly Contender[] => {
+  const only = process.env.BENCH_ONLY?.split(',').map((id) => id.trim());
+  if (!only || only.join('') === '') return ALL_CONTENDERS;
+  const unknown = only.filter((id) => !ALL_CONTENDERS.some((contender) => contender.id === id));
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown row(s) ${unknown.join(', ')}`);
+  return ALL_CONTENDERS.filter((contender) => only.includes(contender.id));
+})();
 
 // ---- phases -------------------------------------------------------------
 
@@ -597,12 +644,6 @@ function sizesFromEnv(): number[] {
   return sizes;
 }
 
-function loadAverage(): string {
-  return loadavg()
-    .map((load) => fmt(load, 2))
-    .join(' / ');
-}
-
 function log(message: string): void {
   process.stderr.write(`${message}\n`);
 }
@@ -877,6 +918,38 @@ function verdicts(results: readonly SizeResult[]): string {
   return lines.join('\n');
 }
 
+/**
+ * The service-path targets, at the largest N: verdicts on process CPU time
+ * (steady on a shared machine), wall time shown beside.
+ */
+function serviceTargets(results: readonly SizeResult[]): string {
+  const largest = results[results.length - 1];
+  const at = sizeLabel(largest.count);
+  const get = (id: ContenderId): OpsSample | undefined => largest.ops.get(id);
+  const service = get('service');
+  const listened = get('service-events');
+  const random = get('timeout');
+  const fixed = get('timeout-fixed');
+  if (!service || !listened || !random || !fixed) return '(run every contender for these)';
+  const mark = (met: boolean): string => (met ? 'MET' : 'NOT MET');
+  const lines = [`DelayService (wheel) at ${at}, CPU time (wall time in brackets):`];
+  const faster = (name: string, base: OpsSample, pick: (sample: OpsSample) => number, cpu: (sample: OpsSample) => number, target: number): void => {
+    const speedUp = cpu(base) / cpu(service);
+    lines.push(`- ${name}: ${fmt(cpu(service))} ns vs ${fmt(cpu(base))} ns = ${ratio(speedUp)} (wall ${ratio(pick(base) / pick(service))}) (target >= ${target}x): ${mark(speedUp >= target)}`);
+  };
+  faster('schedule vs setTimeout with one fixed delay', fixed, (x) => x.scheduleNs, (x) => x.scheduleCpuNs, 2);
+  faster('schedule vs setTimeout with random delays', random, (x) => x.scheduleNs, (x) => x.scheduleCpuNs, 4);
+  faster('cancel vs setTimeout (random delays)', random, (x) => x.cancelNs, (x) => x.cancelCpuNs, 2);
+  faster('cancel vs setTimeout (one fixed delay)', fixed, (x) => x.cancelNs, (x) => x.cancelCpuNs, 2);
+  for (const [operation, pick, cpu] of OPERATIONS) {
+    const cost = cpu(listened) / cpu(service);
+    lines.push(
+      `- ${operation} with one events$ subscriber: ${fmt(cpu(listened))} ns vs ${fmt(cpu(service))} ns without = ${ratio(cost)} the cost (wall ${ratio(pick(listened) / pick(service))}) (target <= 1.3x): ${mark(cost <= 1.3)}`,
+    );
+  }
+  return lines.join('\n');
+}
+
 async function main(): Promise<void> {
   const sizes = sizesFromEnv();
   const script = relative(process.cwd(), process.argv[1]);
@@ -916,6 +989,8 @@ async function main(): Promise<void> {
   console.log(flatnessTable(results));
   console.log('\n## Targets (DESIGN.md)\n');
   console.log(verdicts(results));
+  console.log('\n## Service-path targets\n');
+  console.log(serviceTargets(results));
   console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s; load average at the end: ${loadAverage()}`);
 }
 

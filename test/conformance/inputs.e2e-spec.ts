@@ -33,6 +33,8 @@ interface BadInput {
   readonly code: string;
   /** For an absolute due time out of range: the dueAt the error must report. */
   readonly dueAt?: (now: number) => number;
+  /** The whole message, where its wording is part of the contract. */
+  readonly message?: string;
 }
 
 const cycle: { self?: unknown } = {};
@@ -47,6 +49,7 @@ const KEY_CODE = 'ERR_DELAY_INVALID_KEY';
 const DURATION_CODE = 'ERR_DELAY_INVALID_DURATION';
 const RANGE_CODE = 'ERR_DELAY_DUE_TIME_OUT_OF_RANGE';
 const OPTIONS_CODE = 'ERR_DELAY_INVALID_SCHEDULE_OPTIONS';
+const PAYLOAD_CODE = 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE';
 
 /** Every input the contract says must be refused, with the error both drivers must give. */
 const BAD_INPUTS: BadInput[] = [
@@ -83,6 +86,83 @@ const BAD_INPUTS: BadInput[] = [
   { name: 'BigInt payload', call: schedule({ delay: 100, payload: { amount: BigInt(10) } }), error: PayloadNotSerializableError, code: 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE' },
   { name: 'cyclic payload', call: schedule({ delay: 100, payload: cycle }), error: PayloadNotSerializableError, code: 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE' },
   { name: 'payload with no JSON form', call: schedule({ delay: 100, payload: () => 1 }), error: PayloadNotSerializableError, code: 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE' },
+  {
+    name: 'function nested in a payload object',
+    call: schedule({ delay: 100, payload: { id: 1, f: () => 1 } }),
+    error: PayloadNotSerializableError,
+    code: PAYLOAD_CODE,
+    message: 'Payload is not JSON-serialisable: property "f" is a function, which JSON would drop',
+  },
+  {
+    name: 'symbol deep in a payload',
+    call: schedule({ delay: 100, payload: { order: { lines: [{ sku: Symbol('x') }] } } }),
+    error: PayloadNotSerializableError,
+    code: PAYLOAD_CODE,
+    message: 'Payload is not JSON-serialisable: property "sku" is a symbol, which JSON would drop',
+  },
+  {
+    name: 'function in a payload array',
+    call: schedule({ delay: 100, payload: [1, () => 2] }),
+    error: PayloadNotSerializableError,
+    code: PAYLOAD_CODE,
+    message: 'Payload is not JSON-serialisable: element [1] is a function, which JSON would drop',
+  },
+  {
+    name: 'function nested in a scheduleMany entry',
+    call: (delay) => delay.scheduleMany(TOPIC.basic, [{ key: 'existing', delay: 100, payload: { f: () => 1 } }]),
+    error: PayloadNotSerializableError,
+    code: PAYLOAD_CODE,
+    message: 'Payload is not JSON-serialisable: property "f" is a function, which JSON would drop',
+  },
+  {
+    name: 'function nested in a collected item',
+    call: (delay) => delay.collect(TOPIC.basic, 'batch', { f: () => 1 }, { window: 1_000 }),
+    error: PayloadNotSerializableError,
+    code: PAYLOAD_CODE,
+    message: 'Payload is not JSON-serialisable: property "f" is a function, which JSON would drop',
+  },
+  {
+    name: 'duration string without a unit',
+    call: schedule({ delay: '30', payload: 'changed' }),
+    error: InvalidDurationError,
+    code: DURATION_CODE,
+    message: 'Invalid duration "30": a number without a unit: write "30ms" or "30s" (or pass the number 30 for milliseconds)',
+  },
+  {
+    name: 'reschedule with a duration string without a unit',
+    call: (delay) => delay.reschedule(TOPIC.basic, 'existing', { delay: '45' }),
+    error: InvalidDurationError,
+    code: DURATION_CODE,
+    message: 'Invalid duration "45": a number without a unit: write "45ms" or "45s" (or pass the number 45 for milliseconds)',
+  },
+  {
+    name: 'collect window without a unit',
+    call: (delay) => delay.collect(TOPIC.basic, 'batch', 1, { window: '3' }),
+    error: InvalidDurationError,
+    code: DURATION_CODE,
+    message: 'Invalid duration "3": a number without a unit: write "3ms" or "3s" (or pass the number 3 for milliseconds)',
+  },
+  {
+    name: 'maxWait without slide',
+    call: (delay) => delay.collect(TOPIC.basic, 'batch', 1, { window: '1s', maxWait: '5s' }),
+    error: InvalidScheduleOptionsError,
+    code: OPTIONS_CODE,
+    message: 'Invalid schedule options: maxWait bounds a sliding window: give slide: true with it, or leave it out',
+  },
+  {
+    name: 'maxWait shorter than the window',
+    call: (delay) => delay.collect(TOPIC.basic, 'batch', 1, { window: '5s', slide: true, maxWait: '1s' }),
+    error: InvalidScheduleOptionsError,
+    code: OPTIONS_CODE,
+    message: 'Invalid schedule options: maxWait (1000 ms) is shorter than window (5000 ms): every batch would be due at maxWait and slide would do nothing',
+  },
+  {
+    name: 'reschedule with a payload it would ignore',
+    call: (delay) => delay.reschedule(TOPIC.basic, 'existing', { delay: 100, payload: 'changed' } as unknown as ScheduleOptions),
+    error: InvalidScheduleOptionsError,
+    code: OPTIONS_CODE,
+    message: "Invalid schedule options: reschedule keeps the action's payload and takes only delay or at, got payload: use schedule to replace the action",
+  },
   { name: 'payload over the size limit', call: schedule({ delay: 100, payload: 'x'.repeat(65_536) }), error: PayloadTooLargeError, code: 'ERR_DELAY_PAYLOAD_TOO_LARGE' },
   { name: 'reschedule to a garbage delay', call: (delay) => delay.reschedule(TOPIC.basic, 'existing', { delay: '5 parsecs' }), error: InvalidDurationError, code: DURATION_CODE },
   {
@@ -111,6 +191,7 @@ const ROUND_TRIPS: Array<{ readonly name: string; readonly payload: unknown; rea
     payload: { when: new Date(Date.UTC(2031, 4, 6, 7, 8, 9, 123)), n: 1.5, s: 'ü € 😀 | a|b', nested: { list: [1, null, true, 'x'] }, nothing: null, nan: NaN, dropped: undefined },
     received: { when: '2031-05-06T07:08:09.123Z', n: 1.5, s: 'ü € 😀 | a|b', nested: { list: [1, null, true, 'x'] }, nothing: null, nan: null },
   },
+  { name: 'undefined in an array (null, as JSON writes it)', payload: [1, undefined, { gone: undefined }], received: [1, null, {}] },
   { name: 'a Date alone', payload: new Date(Date.UTC(2030, 0, 2)), received: '2030-01-02T00:00:00.000Z' },
   { name: 'a string', payload: 'plain text', received: 'plain text' },
   { name: 'an empty string', payload: '', received: '' },
@@ -132,7 +213,7 @@ describe.each(conformanceDrivers())('conformance: inputs on the $name driver', (
   });
   afterEach(() => fx.shutdown());
 
-  it.each(BAD_INPUTS)('rejects $name with $code and changes nothing', async ({ call, error, code, dueAt }) => {
+  it.each(BAD_INPUTS)('rejects $name with $code and changes nothing', async ({ call, error, code, dueAt, message }) => {
     await t.delay.schedule(TOPIC.basic, 'existing', { delay: 60_000, payload: { v: 1 } });
     const before = await t.delay.list(TOPIC.basic);
 
@@ -141,11 +222,14 @@ describe.each(conformanceDrivers())('conformance: inputs on the $name driver', (
     await expect(rejection).rejects.toBeInstanceOf(error);
     await expect(rejection).rejects.toMatchObject({ code, name: error.name });
     if (dueAt) await expect(rejection).rejects.toMatchObject({ dueAt: dueAt(now) });
+    if (message) await expect(rejection).rejects.toMatchObject({ message });
 
     expect(await t.delay.list(TOPIC.basic)).toEqual(before);
     expect(await t.delay.count(TOPIC.basic)).toBe(1);
     expect(await t.delay.get(TOPIC.basic, 'existing')).toEqual(before.items[0]);
     expect(await t.delay.count(TOPIC.retry)).toBe(0);
+    // No batch was opened by a refused collect.
+    expect(await t.delay.get(TOPIC.basic, 'batch')).toBeNull();
   });
 
   it('every payload round-trips as JSON: the same on schedule, get, list and in the handler', async () => {

@@ -14,6 +14,8 @@ import { describeError } from './utils/describe-error';
 const NO_HANDLER_RETRY_MS = 60_000;
 
 const COMPLETED: RunResult = { ok: true };
+/** Shared: an outcome is only read. */
+const OUTCOME_COMPLETED: DeliveryOutcome = { kind: 'completed' };
 
 /**
  * Runs one delivery through its topic's handler and decides what happens
@@ -62,7 +64,9 @@ export class DelayDispatcher implements DelayConsumer {
       this.events.emit(() => ({ type: 'dead', topic, key, attempt, size: delivery.items?.length, error }));
       return Promise.resolve({ kind: 'dead', error });
     }
-    this.events.emit(() => ({ type: 'fired', topic, key, attempt, size: delivery.items?.length, dueAt: new Date(delivery.dueAt) }));
+    // The hot path: no event is built, and no closure made for one, unless someone listens.
+    const { events } = this;
+    if (events.listening) events.publish({ type: 'fired', topic, key, at: events.now(), attempt, size: delivery.items?.length, dueAt: new Date(delivery.dueAt) });
     return this.run(handler, delivery).then((result) => this.outcome(handler, delivery, result));
   }
 
@@ -83,8 +87,9 @@ export class DelayDispatcher implements DelayConsumer {
     const { topic, key, attempt } = delivery;
     const size = delivery.items?.length;
     if (result.ok) {
-      this.events.emit(() => ({ type: 'completed', topic, key, attempt, size }));
-      return { kind: 'completed' };
+      const { events } = this;
+      if (events.listening) events.publish({ type: 'completed', topic, key, at: events.now(), attempt, size });
+      return OUTCOME_COMPLETED;
     }
     const { error } = result;
     if (result.cause === 'shutdown') {

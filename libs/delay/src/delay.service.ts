@@ -4,7 +4,6 @@ import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS, DELAY_TRACE_PROPAGATOR } from './
 import { ResolvedDelayOptions } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
 import { ActionKindConflictError } from './errors/action-kind-conflict.error';
-import { InvalidDurationError } from './errors/invalid-duration.error';
 import { InvalidScheduleOptionsError } from './errors/invalid-schedule-options.error';
 import { UnsupportedOperationError } from './errors/unsupported-operation.error';
 import { DelayHealth } from './interfaces/delay-health.interface';
@@ -14,8 +13,18 @@ import { DelayDriver, ScheduleCommand, ScheduleResult, StoredAction, StoredDeadA
 import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
 import { BatchStatus, CollectOptions, DueTime, ScheduleEntry, ScheduleOptions } from './interfaces/schedule-options.interface';
-import { parseDuration } from './time/duration';
-import { parsePayload, serializePayload, toDueSpec, validateDeadId, validateIfExists, validateKey, validatePage, validateTopic } from './validation/action-input';
+import {
+  parsePayload,
+  serializePayload,
+  toCollectSpec,
+  toDueSpec,
+  toRescheduleDueSpec,
+  validateDeadId,
+  validateIfExists,
+  validateKey,
+  validatePage,
+  validateTopic,
+} from './validation/action-input';
 
 /**
  * Schedules, moves, cancels and inspects delayed actions. Every input is
@@ -43,9 +52,19 @@ export class DelayService {
    */
   async schedule<TPayload = unknown>(topic: string, key: string, options: ScheduleOptions<TPayload>): Promise<PendingAction<TPayload>> {
     validateTopic(topic);
-    const entry = this.toEntry(key, options);
-    const result = await this.driver.schedule({ topic, ...entry, maxPastMs: this.options.maxPastMs });
-    return this.scheduled<TPayload>(result);
+    const validKey = validateKey(key);
+    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError(OPTIONS_REQUIRED);
+    const { payload } = options;
+    const command: ScheduleCommand = {
+      topic,
+      key: validKey,
+      due: toDueSpec(options),
+      payload: serializePayload(payload, this.options.maxPayloadBytes),
+      ifExists: validateIfExists(options.ifExists),
+      maxPastMs: this.options.maxPastMs,
+    };
+    const result = await this.driver.schedule(command);
+    return this.scheduled<TPayload>(result, payload);
   }
 
   /**
@@ -60,13 +79,13 @@ export class DelayService {
     if (entries.length === 0) return [];
     const commands = entries.map((entry) => this.toEntry(typeof entry === 'object' && entry !== null ? entry.key : undefined, entry));
     const results = await this.driver.scheduleMany({ topic, entries: commands, maxPastMs: this.options.maxPastMs });
-    return results.map((result) => this.scheduled<TPayload>(result));
+    return results.map((result, n) => this.scheduled<TPayload>(result, entries[n].payload));
   }
 
   /** Checks one schedule's key and options and serialises its payload: what a driver's schedule takes. */
   private toEntry(key: unknown, options: ScheduleOptions | undefined): Omit<ScheduleCommand, 'topic' | 'maxPastMs'> {
     const validKey = validateKey(key);
-    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('options are required, e.g. { delay: "30m" }');
+    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError(OPTIONS_REQUIRED);
     return {
       key: validKey,
       due: toDueSpec(options),
@@ -86,12 +105,19 @@ export class DelayService {
     }
   }
 
-  /** Reports a driver's schedule result: an event unless it was kept, and the action as the caller sees it. */
-  private scheduled<TPayload>({ action, outcome }: ScheduleResult): PendingAction<TPayload> {
-    if (outcome !== 'kept') {
-      this.events.emit(() => ({ type: 'scheduled', topic: action.topic, key: action.key, dueAt: new Date(action.dueAt), attempt: action.attempt }));
+  /**
+   * Reports a driver's schedule result: an event unless it was kept, and the
+   * action as the caller sees it. When the caller's payload was written, a
+   * payload that JSON gives back unchanged (a string, a boolean, null, a
+   * plain number) is returned as is rather than parsed back from its JSON.
+   */
+  private scheduled<TPayload>({ action, outcome }: ScheduleResult, payload: unknown): PendingAction<TPayload> {
+    if (outcome === 'kept') return toPendingAction<TPayload>(action, parsePayload(action.payload));
+    const { events } = this;
+    if (events.listening) {
+      events.publish({ type: 'scheduled', topic: action.topic, key: action.key, at: events.now(), dueAt: new Date(action.dueAt), attempt: action.attempt });
     }
-    return toPendingAction<TPayload>(action);
+    return toPendingAction<TPayload>(action, survivesJson(payload) ? payload : parsePayload(action.payload));
   }
 
   /**
@@ -104,20 +130,12 @@ export class DelayService {
   async collect<TItem = unknown>(topic: string, key: string, item: TItem, options: CollectOptions): Promise<BatchStatus> {
     validateTopic(topic);
     validateKey(key);
-    if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('collect options are required, e.g. { window: "3s" }');
+    const { windowMs, maxWaitMs, slide, maxItems } = toCollectSpec(options, this.driver.horizonMs, this.options.maxBatchItems);
     if (item === undefined) throw new InvalidScheduleOptionsError('collect needs an item (undefined has no JSON form)');
-    const windowMs = parseDuration(options.window);
-    const maxWaitMs = options.maxWait === undefined ? undefined : parseDuration(options.maxWait);
-    if (windowMs > this.driver.horizonMs) throw new InvalidDurationError(options.window, "beyond the driver's horizon");
-    if (maxWaitMs !== undefined && maxWaitMs > this.driver.horizonMs) throw new InvalidDurationError(options.maxWait, "beyond the driver's horizon");
-    const maxItems = options.maxItems ?? this.options.maxBatchItems;
-    if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > this.options.maxBatchItems) {
-      throw new InvalidScheduleOptionsError(`maxItems must be a whole number from 1 to ${this.options.maxBatchItems} (option maxBatchItems), got ${String(options.maxItems)}`);
-    }
-    if (options.slide !== undefined && typeof options.slide !== 'boolean') throw new InvalidScheduleOptionsError('slide must be true or false');
     const json = serializePayload(item, this.options.maxPayloadBytes) as string;
-    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide: options.slide ?? false, maxItems, trace: this.currentTrace() });
-    this.events.emit(() => ({ type: 'collected', topic, key, size: result.size, dueAt: new Date(result.dueAt) }));
+    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide, maxItems, trace: this.currentTrace() });
+    const { events } = this;
+    if (events.listening) events.publish({ type: 'collected', topic, key, at: events.now(), size: result.size, dueAt: new Date(result.dueAt) });
     return { topic, key, size: result.size, dueAt: new Date(result.dueAt), flushed: result.outcome === 'flushed' };
   }
 
@@ -126,7 +144,8 @@ export class DelayService {
     validateTopic(topic);
     validateKey(key);
     const cancelled = await this.driver.cancel(topic, key);
-    if (cancelled) this.events.emit(() => ({ type: 'cancelled', topic, key }));
+    const { events } = this;
+    if (cancelled && events.listening) events.publish({ type: 'cancelled', topic, key, at: events.now() });
     return cancelled;
   }
 
@@ -134,17 +153,18 @@ export class DelayService {
   async reschedule<TPayload = unknown>(topic: string, key: string, due: DueTime): Promise<PendingAction<TPayload> | null> {
     validateTopic(topic);
     validateKey(key);
-    const action = await this.driver.reschedule({ topic, key, due: toDueSpec(due), maxPastMs: this.options.maxPastMs });
+    const action = await this.driver.reschedule({ topic, key, due: toRescheduleDueSpec(due), maxPastMs: this.options.maxPastMs });
     if (!action) return null;
-    this.events.emit(() => ({ type: 'rescheduled', topic, key, dueAt: new Date(action.dueAt) }));
-    return toPendingAction<TPayload>(action);
+    const { events } = this;
+    if (events.listening) events.publish({ type: 'rescheduled', topic, key, at: events.now(), dueAt: new Date(action.dueAt) });
+    return toPendingAction<TPayload>(action, parsePayload(action.payload));
   }
 
   async get<TPayload = unknown>(topic: string, key: string): Promise<PendingAction<TPayload> | null> {
     validateTopic(topic);
     validateKey(key);
     const action = await this.driver.get(topic, key);
-    return action ? toPendingAction<TPayload>(action) : null;
+    return action ? toPendingAction<TPayload>(action, parsePayload(action.payload)) : null;
   }
 
   /** Pending actions of a topic: running ones first, then waiting ones by due time, then key. */
@@ -152,7 +172,7 @@ export class DelayService {
     validateTopic(topic);
     const request = validatePage(page);
     const [items, total] = await Promise.all([this.driver.list(topic, request), this.driver.count(topic)]);
-    return { items: items.map((action) => toPendingAction<TPayload>(action)), total, ...request };
+    return { items: items.map((action) => toPendingAction<TPayload>(action, parsePayload(action.payload))), total, ...request };
   }
 
   async count(topic: string): Promise<number> {
@@ -272,11 +292,28 @@ function keyOfDeadId(id: string): string {
 /** Entries in one scheduleMany call: bounded so one Lua call stays short (Redis runs nothing else meanwhile). */
 const MAX_SCHEDULE_MANY = 1000;
 
-function toPendingAction<TPayload>(action: StoredAction): PendingAction<TPayload> {
+const OPTIONS_REQUIRED = 'options are required, e.g. { delay: "30m" }';
+
+/** True when JSON.parse(JSON.stringify(payload)) is payload itself, so there is nothing to parse back. */
+function survivesJson(payload: unknown): boolean {
+  switch (typeof payload) {
+    case 'undefined':
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      // NaN and the infinities come back as null, -0 as 0.
+      return Number.isFinite(payload) && !Object.is(payload, -0);
+    default:
+      return payload === null;
+  }
+}
+
+function toPendingAction<TPayload>(action: StoredAction, payload: unknown): PendingAction<TPayload> {
   return {
     topic: action.topic,
     key: action.key,
-    payload: parsePayload(action.payload) as TPayload | undefined,
+    payload: payload as TPayload | undefined,
     // A fixed shape (items present, maybe undefined) keeps this hot path monomorphic.
     items: action.items ? action.items.map((item) => JSON.parse(item) as unknown) : undefined,
     dueAt: new Date(action.dueAt),

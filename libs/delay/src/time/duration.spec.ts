@@ -13,7 +13,6 @@ describe('parseDuration', () => {
     ['1y', 31_536_000_000],
     ['1.5d', 129_600_000],
     [' 45s ', 45_000],
-    ['1500', 1_500],
   ])('parses %j to %d ms', (text, expected) => {
     expect(parseDuration(text)).toBe(expected);
   });
@@ -38,6 +37,8 @@ describe('parseDuration', () => {
     ['trailing garbage', '30s later'],
     ['an empty string', ''],
     ['blanks only', '   '],
+    ['a number without a unit', '30'],
+    ['a fraction without a unit', '1.5'],
     ['a number too large for a double', '9'.repeat(400)],
     ['a part too large for a double', `${'9'.repeat(400)}ms`],
     ['null', null],
@@ -53,5 +54,9 @@ describe('parseDuration', () => {
     }
     expect(thrown).toBeInstanceOf(InvalidDurationError);
     expect(thrown).toMatchObject({ code: 'ERR_DELAY_INVALID_DURATION', value });
+  });
+
+  it('names the units to add when a string has none', () => {
+    expect(() => parseDuration('30')).toThrow('Invalid duration "30": a number without a unit: write "30ms" or "30s" (or pass the number 30 for milliseconds)');
   });
 });

@@ -3,7 +3,9 @@ import { InvalidDurationError } from '../errors/invalid-duration.error';
 /**
  * A span of time: milliseconds as a number, or a string of one or more
  * `<number><unit>` parts such as `'30s'`, `'48h'`, `'1h30m'`, `'1.5d'`.
- * Units: ms, s, m, h, d, w, y (365 days).
+ * Units: ms, s, m, h, d, w, y (365 days). A string needs a unit on every
+ * part: `'30'` is refused rather than guessed (seconds read from an
+ * environment variable would otherwise silently become milliseconds).
  */
 export type Duration = number | string;
 
@@ -33,9 +35,7 @@ export function parseDuration(value: unknown): number {
   if (text === '') throw new InvalidDurationError(value, 'empty');
   if (text.startsWith('-')) throw new InvalidDurationError(value, 'negative');
   if (/^\d+(\.\d+)?$/.test(text)) {
-    const ms = Number(text);
-    if (!Number.isFinite(ms)) throw new InvalidDurationError(value, 'too large');
-    return Math.ceil(ms);
+    throw new InvalidDurationError(value, `a number without a unit: write "${text}ms" or "${text}s" (or pass the number ${text} for milliseconds)`);
   }
 
   let total = 0;

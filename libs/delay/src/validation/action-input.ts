@@ -1,10 +1,11 @@
+import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { InvalidKeyError } from '../errors/invalid-key.error';
 import { InvalidScheduleOptionsError } from '../errors/invalid-schedule-options.error';
 import { InvalidTopicError } from '../errors/invalid-topic.error';
 import { PayloadNotSerializableError } from '../errors/payload-not-serializable.error';
 import { PayloadTooLargeError } from '../errors/payload-too-large.error';
 import { DueSpec } from '../interfaces/delay-driver.interface';
-import { DueTime, IfExists } from '../interfaces/schedule-options.interface';
+import { CollectOptions, DueTime, IfExists } from '../interfaces/schedule-options.interface';
 import { PageRequest } from '../interfaces/pending-action.interface';
 import { parseDuration } from '../time/duration';
 
@@ -19,13 +20,18 @@ export const MAX_PAGE_LIMIT = 1000;
  */
 const TOPIC_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
 
+/** The last topic that passed: most applications use a handful, so the pattern rarely runs. */
+let lastValidTopic = '';
+
 export function validateTopic(topic: unknown): string {
+  if (topic === lastValidTopic && topic !== '') return topic;
   if (typeof topic !== 'string') throw new InvalidTopicError(topic, 'must be a string');
   if (topic.length === 0) throw new InvalidTopicError(topic, 'must not be empty');
   if (topic.length > MAX_TOPIC_LENGTH) throw new InvalidTopicError(topic, `longer than ${MAX_TOPIC_LENGTH} characters`);
   if (!TOPIC_PATTERN.test(topic)) {
     throw new InvalidTopicError(topic, 'use letters, digits and . _ : - only, starting with a letter or digit');
   }
+  lastValidTopic = topic;
   return topic;
 }
 
@@ -34,12 +40,24 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 export function validateKey(key: unknown): string {
   if (typeof key !== 'string') throw new InvalidKeyError(key, `must be a string, got ${typeof key}`);
-  if (key.length === 0) throw new InvalidKeyError(key, 'must not be empty');
-  if (key.length > MAX_KEY_LENGTH) throw new InvalidKeyError(key, `longer than ${MAX_KEY_LENGTH} characters`);
+  const length = key.length;
+  if (length === 0) throw new InvalidKeyError(key, 'must not be empty');
+  if (length > MAX_KEY_LENGTH) throw new InvalidKeyError(key, `longer than ${MAX_KEY_LENGTH} characters`);
+  // One pass over the code units; the regular expressions run only on a key that holds a suspect unit.
+  for (let n = 0; n < length; n++) {
+    const unit = key.charCodeAt(n);
+    if (unit === 0x1f || (unit >= 0xd800 && unit <= 0xdfff)) {
+      checkRareUnits(key);
+      break;
+    }
+  }
+  return key;
+}
+
+function checkRareUnits(key: string): void {
   // U+001F joins a key and a token in the id of a closed batch (drivers/redis/lua/collect.lua).
   if (key.includes('\u001f')) throw new InvalidKeyError(key, 'contains U+001F, which is reserved for batch ids');
   if (LONE_SURROGATE.test(key)) throw new InvalidKeyError(key, 'contains a lone surrogate, which Redis would store as U+FFFD (two such keys would collide)');
-  return key;
 }
 
 /** A DeadAction id: a key, or a key plus U+001F and a token for a dead batch. */
@@ -51,17 +69,52 @@ export function validateDeadId(id: unknown): string {
   return id as string;
 }
 
-/** JSON text of the payload (undefined for none), refused when JSON would lose or choke on it. */
+/**
+ * JSON text of the payload (undefined for none), refused when JSON would
+ * lose or choke on it. JSON.stringify silently drops a function or symbol
+ * (or writes null for one in an array): those are refused wherever they sit.
+ * An `undefined` property is left out, as JSON does, on every driver.
+ */
 export function serializePayload(payload: unknown, maxBytes: number): string | undefined {
-  if (payload === undefined) return undefined;
+  switch (typeof payload) {
+    case 'undefined':
+      return undefined;
+    case 'string':
+      // Strings are the common payload: no replacer, and the byte count is skipped when it cannot exceed the limit.
+      return checkSize(JSON.stringify(payload), maxBytes);
+    case 'number':
+    case 'boolean':
+      return JSON.stringify(payload);
+    case 'function':
+    case 'symbol':
+      throw new PayloadNotSerializableError(`a ${typeof payload} has no JSON form`);
+  }
   let json: string | undefined;
   try {
-    json = JSON.stringify(payload);
+    json = payload === null ? 'null' : JSON.stringify(payload, refuseLostValues);
   } catch (error) {
+    if (error instanceof PayloadNotSerializableError) throw error;
     // BigInt and cycles throw a TypeError whose message says which.
     throw new PayloadNotSerializableError(error instanceof Error ? error.message : String(error));
   }
+  // An object whose toJSON returns undefined.
   if (json === undefined) throw new PayloadNotSerializableError(`a ${typeof payload} has no JSON form`);
+  return checkSize(json, maxBytes);
+}
+
+/** Called by JSON.stringify on every value after toJSON: the one place a nested function or symbol can be seen. */
+function refuseLostValues(this: unknown, name: string, value: unknown): unknown {
+  const type = typeof value;
+  if (type === 'function' || type === 'symbol') {
+    const where = name === '' ? 'the value' : Array.isArray(this) ? `element [${name}]` : `property "${name}"`;
+    throw new PayloadNotSerializableError(`${where} is a ${type}, which JSON would drop`);
+  }
+  return value;
+}
+
+function checkSize(json: string, maxBytes: number): string {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: a short text needs no count.
+  if (json.length * 3 <= maxBytes) return json;
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > maxBytes) throw new PayloadTooLargeError(bytes, maxBytes);
   return json;
@@ -73,18 +126,57 @@ export function parsePayload(json: string | undefined): unknown {
 
 /** Turns `{ delay }` or `{ at }` into a DueSpec; the driver resolves it on its clock. */
 export function toDueSpec(options: Partial<DueTime> | undefined): DueSpec {
-  const hasDelay = options?.delay !== undefined;
-  const hasAt = options?.at !== undefined;
-  if (hasDelay === hasAt) {
-    throw new InvalidScheduleOptionsError(hasDelay ? 'give either delay or at, not both' : 'a due time is required: give delay (e.g. "30m") or at (a Date or epoch ms)');
-  }
-  if (hasDelay) return { delayMs: parseDuration(options?.delay) };
+  const delay = options?.delay;
   const at = options?.at;
+  if (delay !== undefined) {
+    if (at !== undefined) throw new InvalidScheduleOptionsError('give either delay or at, not both');
+    return { delayMs: parseDuration(delay) };
+  }
+  if (at === undefined) throw new InvalidScheduleOptionsError('a due time is required: give delay (e.g. "30m") or at (a Date or epoch ms)');
   const atMs = at instanceof Date ? at.getTime() : at;
   if (typeof atMs !== 'number' || !Number.isFinite(atMs)) {
     throw new InvalidScheduleOptionsError(`at must be a valid Date or epoch milliseconds, got ${String(at)}`);
   }
   return { atMs };
+}
+
+/** reschedule's due time: schedule's options that reschedule would ignore are refused, not dropped. */
+export function toRescheduleDueSpec(due: Partial<DueTime> | undefined): DueSpec {
+  if (typeof due === 'object' && due !== null) {
+    const ignored = (due as { payload?: unknown }).payload !== undefined ? 'payload' : (due as { ifExists?: unknown }).ifExists !== undefined ? 'ifExists' : undefined;
+    if (ignored !== undefined) throw new InvalidScheduleOptionsError(`reschedule keeps the action's payload and takes only delay or at, got ${ignored}: use schedule to replace the action`);
+  }
+  return toDueSpec(due);
+}
+
+/** What collect's options come to, checked. */
+export interface CollectSpec {
+  readonly windowMs: number;
+  readonly maxWaitMs: number | undefined;
+  readonly slide: boolean;
+  readonly maxItems: number;
+}
+
+/** Checks collect's options, including the combinations that would mean nothing. */
+export function toCollectSpec(options: CollectOptions | undefined, horizonMs: number, maxBatchItems: number): CollectSpec {
+  if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('collect options are required, e.g. { window: "3s" }');
+  const windowMs = parseDuration(options.window);
+  if (windowMs > horizonMs) throw new InvalidDurationError(options.window, "beyond the driver's horizon");
+  const maxItems = options.maxItems ?? maxBatchItems;
+  if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > maxBatchItems) {
+    throw new InvalidScheduleOptionsError(`maxItems must be a whole number from 1 to ${maxBatchItems} (option maxBatchItems), got ${String(options.maxItems)}`);
+  }
+  if (options.slide !== undefined && typeof options.slide !== 'boolean') throw new InvalidScheduleOptionsError('slide must be true or false');
+  const slide = options.slide ?? false;
+  if (options.maxWait === undefined) return { windowMs, maxWaitMs: undefined, slide, maxItems };
+  // Without slide a batch is due one window after its first item: a maxWait would never be reached, or would replace the window.
+  if (!slide) throw new InvalidScheduleOptionsError('maxWait bounds a sliding window: give slide: true with it, or leave it out');
+  const maxWaitMs = parseDuration(options.maxWait);
+  if (maxWaitMs > horizonMs) throw new InvalidDurationError(options.maxWait, "beyond the driver's horizon");
+  if (maxWaitMs < windowMs) {
+    throw new InvalidScheduleOptionsError(`maxWait (${maxWaitMs} ms) is shorter than window (${windowMs} ms): every batch would be due at maxWait and slide would do nothing`);
+  }
+  return { windowMs, maxWaitMs, slide, maxItems };
 }
 
 export function validateIfExists(value: unknown): IfExists {

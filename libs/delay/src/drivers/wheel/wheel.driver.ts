@@ -23,6 +23,7 @@ import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
+import { KeyIndex } from './key-index';
 import { TimingWheel } from './timing-wheel';
 
 export interface WheelDriverOptions {
@@ -35,7 +36,7 @@ export interface WheelDriverOptions {
 /** Per-topic bookkeeping: the key index, the due queue, the dead set. */
 class TopicState {
   /** key → arena index, for every waiting or running action, and every open batch. */
-  readonly index = new Map<string, number>();
+  readonly index: KeyIndex;
   /**
    * Batches that are closed (full, or handed to their handler) but not done:
    * no longer reachable by key, since new items for the key open a new batch.
@@ -56,7 +57,10 @@ class TopicState {
   constructor(
     readonly id: number,
     readonly name: string,
-  ) {}
+    arena: ActionArena,
+  ) {
+    this.index = new KeyIndex(arena);
+  }
 }
 
 /**
@@ -162,7 +166,8 @@ export class WheelDriver implements DelayDriver {
     const state = this.topicStates.get(topic);
     if (!state) return [];
     const { dueAt, keys } = this.arena;
-    const indices = [...state.index.values(), ...state.detached];
+    const indices = state.index.values();
+    for (const i of state.detached) indices.push(i);
     const running = (i: number): number => (this.arena.where[i] === RUNNING ? 0 : 1);
     indices.sort((a, b) => running(a) - running(b) || dueAt[a] - dueAt[b] || compareStrings(keys[a] as string, keys[b] as string));
     return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i));
@@ -548,7 +553,7 @@ export class WheelDriver implements DelayDriver {
     let state = this.topicStates.get(name);
     if (!state) {
       if (this.topicsById.length >= 0xffff) throw new RangeError('The wheel driver supports at most 65535 topics');
-      state = new TopicState(this.topicsById.length, name);
+      state = new TopicState(this.topicsById.length, name, this.arena);
       this.topicStates.set(name, state);
       this.topicsById.push(state);
     }

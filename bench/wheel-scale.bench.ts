@@ -1,0 +1,246 @@
+// The wheel at scale and the dispatch path: bytes per pending action at
+// sizes that are not powers of two, and no-op handlers run by the bare
+// WheelDriver against the same through DelayService.
+//
+//   npm run bench:wheel-scale
+//   BENCH_SIZES=10000,1000000,1100000,5000000,10000000 npm run bench:wheel-scale   (the default)
+//   BENCH_DISPATCH=200000 npm run bench:wheel-scale   (actions per dispatch round; 0 skips it)
+//   BENCH_PEAK=50000000 node --expose-gc --max-old-space-size=20000 dist/bench/wheel-scale.bench.js
+//       (one size only, with peak RSS: for the largest runs; nothing else)
+import 'reflect-metadata';
+import { Injectable, Logger, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { relative } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { DelayModule, DelayService, OnDelayExpired, WheelDriver } from 'nestjs-delay';
+import type { DeliveryOutcome } from 'nestjs-delay';
+import { collectGarbage, fmt, loadAverage, markdownTable, median, randomDelays, readMemory, settle, sizeLabel, xorshift32 } from './support';
+
+const TOPIC = 'bench.action';
+const TICK_MS = 100;
+const CONCURRENCY = 10;
+const MAX_PAST_MS = 86_400_000;
+const SEED = 20_240_601;
+const DEFAULT_SIZES = [10_000, 1_000_000, 1_100_000, 5_000_000, 10_000_000];
+const DISPATCH_ROUNDS = 3;
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+function numbersFromEnv(name: string, fallback: number[]): number[] {
+  const text = process.env[name];
+  if (text === undefined || text.trim() === '') return fallback;
+  const values = text.split(',').map((part) => Number(part.trim()));
+  if (values.some((value) => !Number.isInteger(value) || value < 0)) throw new Error(`${name} must be whole numbers, got "${text}"`);
+  return values;
+}
+
+// ---- memory -------------------------------------------------------------
+
+interface MemorySample {
+  readonly count: number;
+  readonly bytes: number;
+  readonly heapBytes: number;
+  readonly arrayBufferBytes: number;
+  readonly scheduleCpuNs: number;
+  readonly maxRssBytes: number;
+}
+
+/** Bytes per pending action in a bare WheelDriver: the keys exist before the baseline, so only the driver counts. */
+async function measureMemory(count: number): Promise<MemorySample> {
+  const random = xorshift32(SEED ^ count);
+  const keys: string[] = new Array<string>();
+  for (let i = 0; i < count; i++) keys.push(`order:${i}`);
+  const delays = randomDelays(count, 1_000, 3_600_000, random);
+  await settle();
+  const driver = new WheelDriver({ tickMs: TICK_MS });
+  const before = readMemory();
+  const cpuBefore = process.cpuUsage();
+  for (let i = 0; i < count; i++) {
+    await driver.schedule({ topic: TOPIC, key: keys[i], due: { delayMs: delays[i] }, payload: undefined, ifExists: 'replace', maxPastMs: MAX_PAST_MS });
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  const after = readMemory();
+  const pending = await driver.count(TOPIC);
+  if (pending !== count) throw new Error(`${pending} pending, expected ${count}`);
+  const maxRssBytes = process.resourceUsage().maxRSS * 1024;
+  await driver.close();
+  const heapBytes = (after.heapUsed - before.heapUsed) / count;
+  const arrayBufferBytes = (after.arrayBuffers - before.arrayBuffers) / count;
+  keys.length = 0;
+  return { count, bytes: heapBytes + arrayBufferBytes, heapBytes, arrayBufferBytes, scheduleCpuNs: ((cpu.user + cpu.system) * 1000) / count, maxRssBytes };
+}
+
+// ---- dispatch -----------------------------------------------------------
+
+@Injectable()
+class NoopHandler {
+  fire: () => void = () => undefined;
+
+  @OnDelayExpired(TOPIC)
+  async onExpired(): Promise<void> {
+    this.fire();
+  }
+}
+
+@Module({ imports: [DelayModule.forRoot({ driver: { type: 'wheel', tickMs: TICK_MS } })], providers: [NoopHandler] })
+class DispatchBenchModule {}
+
+interface DispatchSample {
+  readonly perSecond: number;
+  readonly cpuPerSecond: number;
+}
+
+/**
+ * Arms `count` actions due now without yielding, then times from there to
+ * the last handler call: only dispatch is timed (scheduling is not).
+ */
+async function timeDispatch(count: number, arm: (key: string) => Promise<unknown>, onFire: (fire: () => void) => void): Promise<DispatchSample> {
+  let fired = 0;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  onFire(() => {
+    if (++fired === count) finish();
+  });
+  let arming: Array<Promise<unknown>> = [];
+  for (let i = 0; i < count; i++) arming.push(arm(`d:${i}`));
+  await Promise.all(arming);
+  // Still before the driver's first dispatch turn (a setImmediate): the
+  // scheduling's garbage is collected now, so that only dispatch is timed.
+  arming = [];
+  collectGarbage(1);
+  const cpuBefore = process.cpuUsage();
+  const start = performance.now();
+  await done;
+  const wallMs = performance.now() - start;
+  const cpu = process.cpuUsage(cpuBefore);
+  return { perSecond: count / (wallMs / 1000), cpuPerSecond: count / ((cpu.user + cpu.system) / 1e6) };
+}
+
+async function dispatchBare(count: number): Promise<DispatchSample> {
+  const driver = new WheelDriver({ tickMs: TICK_MS });
+  let fire: () => void = () => undefined;
+  await driver.start({
+    topics: new Map([[TOPIC, CONCURRENCY]]),
+    handle: async (): Promise<DeliveryOutcome> => {
+      fire();
+      return { kind: 'completed' };
+    },
+  });
+  const now = Date.now();
+  const sample = await timeDispatch(
+    count,
+    (key) => driver.schedule({ topic: TOPIC, key, due: { atMs: now }, payload: undefined, ifExists: 'replace', maxPastMs: MAX_PAST_MS }),
+    (f) => (fire = f),
+  );
+  await driver.close();
+  return sample;
+}
+
+async function dispatchService(count: number): Promise<DispatchSample> {
+  const app = await NestFactory.createApplicationContext(DispatchBenchModule, { logger: false });
+  const service = app.get(DelayService);
+  const handler = app.get(NoopHandler);
+  const now = Date.now();
+  const sample = await timeDispatch(
+    count,
+    (key) => service.schedule(TOPIC, key, { at: now }),
+    (f) => (handler.fire = f),
+  );
+  await app.close();
+  return sample;
+}
+
+// ---- the run ------------------------------------------------------------
+
+async function main(): Promise<void> {
+  // Closing a driver with actions pending warns, by design: here that is expected, and only noise.
+  Logger.overrideLogger(false);
+  const script = relative(process.cwd(), process.argv[1]);
+  const npmScript = process.env.npm_lifecycle_event;
+  const command = `${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
+  console.log('# nestjs-delay wheel scale and dispatch benchmark\n');
+  console.log(`- date: ${new Date().toISOString()}`);
+  console.log(`- command: ${command}`);
+  console.log(`- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`);
+  console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB`);
+  console.log(`- load average at start: ${loadAverage()} (the machine is shared: other processes compete for the cores)`);
+  console.log('');
+
+  const peak = process.env.BENCH_PEAK;
+  if (peak !== undefined && peak.trim() !== '') {
+    const count = Number(peak);
+    log(`N = ${sizeLabel(count)} (peak run)`);
+    const sample = await measureMemory(count);
+    console.log(`## ${sizeLabel(count)} pending actions in one WheelDriver\n`);
+    console.log(`- bytes per pending action (heap + array buffers): ${fmt(sample.bytes, 1)}`);
+    console.log(`- peak RSS of the process (keys included): ${fmt(sample.maxRssBytes / 2 ** 30, 2)} GiB`);
+    console.log(`- schedule CPU time: ${fmt(sample.scheduleCpuNs)} ns/op`);
+    console.log(`\nload average at the end: ${loadAverage()}`);
+    return;
+  }
+
+  const sizes = numbersFromEnv('BENCH_SIZES', DEFAULT_SIZES);
+  const memory: MemorySample[] = [];
+  for (const count of sizes) {
+    log(`memory, N = ${sizeLabel(count)}`);
+    memory.push(await measureMemory(count));
+  }
+  console.log('## Memory per pending action, bare WheelDriver (varied delays 1 s to 1 h)\n');
+  console.log(
+    markdownTable(
+      ['N', 'B/action (heap+AB)', 'heapUsed B', 'arrayBuffers B', 'schedule CPU ns/op', 'target <= 80 B'],
+      memory.map((s) => [sizeLabel(s.count), fmt(s.bytes, 1), fmt(s.heapBytes, 1), fmt(s.arrayBufferBytes, 1), fmt(s.scheduleCpuNs), s.bytes <= 80 ? 'MET' : 'NOT MET']),
+      [false, true, true, true, true, false],
+    ),
+  );
+
+  const [dispatchCount] = numbersFromEnv('BENCH_DISPATCH', [200_000]);
+  if (dispatchCount > 0) {
+    await settle();
+    // One throwaway round of each warms the JIT up.
+    await dispatchBare(10_000);
+    await dispatchService(10_000);
+    const bare: DispatchSample[] = [];
+    const service: DispatchSample[] = [];
+    for (let round = 0; round < DISPATCH_ROUNDS; round++) {
+      log(`dispatch round ${round + 1}`);
+      await settle();
+      bare.push(await dispatchBare(dispatchCount));
+      await settle();
+      service.push(await dispatchService(dispatchCount));
+    }
+    const bareRate = median(bare.map((s) => s.perSecond));
+    const serviceRate = median(service.map((s) => s.perSecond));
+    const bareCpu = median(bare.map((s) => s.cpuPerSecond));
+    const serviceCpu = median(service.map((s) => s.cpuPerSecond));
+    console.log(`\n## Dispatch: ${sizeLabel(dispatchCount)} no-op handlers due at once, concurrency ${CONCURRENCY} (median of ${DISPATCH_ROUNDS})\n`);
+    console.log(
+      markdownTable(
+        ['path', 'handlers/s (wall)', 'handlers per CPU-second'],
+        [
+          ['bare WheelDriver (a consumer that completes)', fmt(bareRate), fmt(bareCpu)],
+          ['DelayService (@OnDelayExpired no-op)', fmt(serviceRate), fmt(serviceCpu)],
+        ],
+        [false, true, true],
+      ),
+    );
+    const ratioCpu = serviceCpu / bareCpu;
+    console.log(
+      `\n- DelayService / bare driver: ${fmt(serviceRate / bareRate, 2)}x in wall time, ${fmt(ratioCpu, 2)}x per CPU-second (target >= 0.8x): ${ratioCpu >= 0.8 ? 'MET' : 'NOT MET'}`,
+    );
+  }
+  console.log(`\nload average at the end: ${loadAverage()}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
