@@ -62,6 +62,7 @@ export class DelayService {
       payload: serializePayload(payload, this.options.maxPayloadBytes),
       ifExists: validateIfExists(options.ifExists),
       maxPastMs: this.options.maxPastMs,
+      trace: this.currentTrace(),
     };
     const result = await this.driver.schedule(command);
     return this.scheduled<TPayload>(result, payload);
