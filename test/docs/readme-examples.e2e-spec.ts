@@ -89,6 +89,9 @@ const shared: ts.CompilerOptions = {
   paths: {
     'nestjs-delay': ['libs/delay/src/index.ts'],
     'nestjs-delay/testing': ['libs/delay/src/testing/index.ts'],
+    'nestjs-delay/admin': ['libs/delay/src/admin/index.ts'],
+    'nestjs-delay/health': ['libs/delay/src/health/index.ts'],
+    'nestjs-delay/telemetry': ['libs/delay/src/telemetry/index.ts'],
   },
 };
 
