@@ -7,6 +7,16 @@ import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
 export type RedisClient = Redis | Cluster;
 type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
 type PipelineReply = Array<[Error | null, unknown]> | null;
+type ScriptPipeline = Record<string, (...args: Array<string | number>) => unknown> & { exec(): Promise<PipelineReply> };
+
+/** A script call waiting for the end of the tick, to be written with the others of that tick. */
+interface QueuedCall {
+  readonly command: string;
+  readonly keys: string[];
+  readonly args: Array<string | number>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
 
 export interface RedisConnectionSettings {
   /** Every call settles within this many ms, whatever the network does. */
@@ -46,6 +56,8 @@ export class RedisConnection {
   private readonly owned: boolean;
   private checking = false;
   private closed = false;
+  /** Script calls issued in this tick, by hash tag (one pipeline per slot on a Cluster); undefined when none. */
+  private queued: Map<string, QueuedCall[]> | undefined;
 
   constructor(
     source: { url?: string; options?: object; client?: object },
@@ -99,9 +111,74 @@ export class RedisConnection {
 
   /** Runs a script that only reads or that the consumer retries by itself. */
   run<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
-    const call = (this.client as unknown as Record<string, ScriptCall>)[REDIS_SCRIPTS[name].command];
-    return this.bounded(name, call.call(this.client, ...keys, ...args) as Promise<T>);
+    return this.bounded(name, this.send(REDIS_SCRIPTS[name].command, keys, args) as Promise<T>);
   }
+
+  /**
+   * Sends a script call together with the others issued in the same tick:
+   * with many calls in flight, writing each to the socket on its own costs
+   * about a third of the client's CPU. Unlike ioredis' enableAutoPipelining
+   * (one pipeline at a time per connection, the next waits for the whole
+   * reply of the previous), each tick's batch is written at once, so
+   * batches overlap. A batch changes nothing about each call: its own
+   * reply or error, its own time bound (run/write wrap it in bounded()).
+   */
+  private send(command: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      if (this.queued === undefined) {
+        this.queued = new Map();
+        process.nextTick(this.flush);
+      }
+      // A Cluster pipeline must stay within one slot: a topic's keys share their hash tag.
+      const group = this.client.isCluster ? hashTag(keys[0] ?? '') : '';
+      let calls = this.queued.get(group);
+      if (calls === undefined) {
+        calls = [];
+        this.queued.set(group, calls);
+      }
+      calls.push({ command, keys, args, resolve, reject });
+    });
+  }
+
+  private readonly flush = (): void => {
+    const queued = this.queued;
+    this.queued = undefined;
+    if (queued === undefined) return;
+    for (const calls of queued.values()) {
+      if (calls.length === 1) {
+        const [{ command, keys, args, resolve, reject }] = calls;
+        try {
+          const call = (this.client as unknown as Record<string, ScriptCall>)[command];
+          call.call(this.client, ...keys, ...args).then(resolve, reject);
+        } catch (error) {
+          reject(error);
+        }
+        continue;
+      }
+      let replies: Promise<PipelineReply>;
+      try {
+        const pipeline = this.client.pipeline() as unknown as ScriptPipeline;
+        for (const { command, keys, args } of calls) pipeline[command](...keys, ...args);
+        replies = pipeline.exec();
+      } catch (error) {
+        for (const call of calls) call.reject(error);
+        continue;
+      }
+      replies.then(
+        (results) => {
+          for (let n = 0; n < calls.length; n++) {
+            const result = results?.[n];
+            if (result === undefined) calls[n].reject(new Error('no reply in the pipeline'));
+            else if (result[0]) calls[n].reject(result[0]);
+            else calls[n].resolve(result[1]);
+          }
+        },
+        (error: unknown) => {
+          for (const call of calls) call.reject(error);
+        },
+      );
+    }
+  };
 
   /**
    * Runs a script that changes what the caller was promised (schedule,
@@ -202,6 +279,14 @@ export class RedisConnection {
     if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error;
     return new DriverUnavailableError(`Redis did not answer ${what}: ${describeError(error)}`, error);
   }
+}
+
+/** The part of a key Redis Cluster hashes: the first non-empty {...}, or the whole key. */
+function hashTag(key: string): string {
+  const open = key.indexOf('{');
+  if (open < 0) return key;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
 }
 
 function isReplyError(error: unknown): error is Error {
