@@ -4,15 +4,23 @@ import { redisAppSuite } from './support/redis-app-suite';
 
 const TOPIC = 'path.orders';
 
-/** Counts the writes the client makes to its socket from now on. */
+/** Counts the writes the client's socket makes to the operating system from now on (one writev for many buffered chunks counts once). */
 function countWrites(client: IORedis): { readonly count: number } {
-  const stream = (client as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
-  const original = stream.write.bind(stream);
+  type Flush = (...args: unknown[]) => unknown;
+  const socket = (client as unknown as { stream: { _write: Flush; _writev?: Flush } }).stream;
   const counter = { count: 0 };
-  stream.write = (...args: unknown[]): boolean => {
+  const write = socket._write.bind(socket);
+  socket._write = (...args: unknown[]): unknown => {
     counter.count++;
-    return original(...args);
+    return write(...args);
   };
+  const writev = socket._writev?.bind(socket);
+  if (writev !== undefined) {
+    socket._writev = (...args: unknown[]): unknown => {
+      counter.count++;
+      return writev(...args);
+    };
+  }
   return counter;
 }
 

@@ -7,16 +7,6 @@ import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
 export type RedisClient = Redis | Cluster;
 type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
 type PipelineReply = Array<[Error | null, unknown]> | null;
-type ScriptPipeline = Record<string, (...args: Array<string | number>) => unknown> & { exec(): Promise<PipelineReply> };
-
-/** A script call waiting for the end of the tick, to be written with the others of that tick. */
-interface QueuedCall {
-  readonly command: string;
-  readonly keys: string[];
-  readonly args: Array<string | number>;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
-}
 
 export interface RedisConnectionSettings {
   /** Every call settles within this many ms, whatever the network does. */
@@ -25,7 +15,6 @@ export interface RedisConnectionSettings {
   readonly replicas: number;
   readonly replicasTimeoutMs: number;
 }
-
 /**
  * Fail fast while Redis is away: a call is rejected at once with a
  * DriverUnavailableError instead of waiting in a queue, and a command lost
@@ -56,8 +45,8 @@ export class RedisConnection {
   private readonly owned: boolean;
   private checking = false;
   private closed = false;
-  /** Script calls issued in this tick, by hash tag (one pipeline per slot on a Cluster); undefined when none. */
-  private queued: Map<string, QueuedCall[]> | undefined;
+  /** The sockets corked in this tick, uncorked at its end; undefined when none is. */
+  private corked: Array<{ uncork(): void }> | undefined;
 
   constructor(
     source: { url?: string; options?: object; client?: object },
@@ -115,69 +104,41 @@ export class RedisConnection {
   }
 
   /**
-   * Sends a script call together with the others issued in the same tick:
-   * with many calls in flight, writing each to the socket on its own costs
-   * about a third of the client's CPU. Unlike ioredis' enableAutoPipelining
-   * (one pipeline at a time per connection, the next waits for the whole
-   * reply of the previous), each tick's batch is written at once, so
-   * batches overlap. A batch changes nothing about each call: its own
-   * reply or error, its own time bound (run/write wrap it in bounded()).
+   * Sends a script call; the calls issued in the same tick leave in one
+   * socket write. With many calls in flight, one write per command costs
+   * about a third of the client's CPU. The socket is corked at the first call
+   * of a tick and uncorked at its end: each command is still an ordinary
+   * command, settled by its own reply as soon as that arrives (a pipeline
+   * would hold every reply until the last), with its own error and its own
+   * time bound (run/write wrap it in bounded()). On a Cluster every node's
+   * socket is corked, so each node gets one write. ioredis'
+   * enableAutoPipelining is not used: it keeps one pipeline in flight per
+   * connection and makes the next wait for the whole reply of the previous.
    */
   private send(command: string, keys: string[], args: Array<string | number>): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      if (this.queued === undefined) {
-        this.queued = new Map();
-        process.nextTick(this.flush);
-      }
-      // A Cluster pipeline must stay within one slot: a topic's keys share their hash tag.
-      const group = this.client.isCluster ? hashTag(keys[0] ?? '') : '';
-      let calls = this.queued.get(group);
-      if (calls === undefined) {
-        calls = [];
-        this.queued.set(group, calls);
-      }
-      calls.push({ command, keys, args, resolve, reject });
-    });
+    if (this.corked === undefined) this.cork();
+    const call = (this.client as unknown as Record<string, ScriptCall>)[command];
+    return call.call(this.client, ...keys, ...args);
   }
 
-  private readonly flush = (): void => {
-    const queued = this.queued;
-    this.queued = undefined;
-    if (queued === undefined) return;
-    for (const calls of queued.values()) {
-      if (calls.length === 1) {
-        const [{ command, keys, args, resolve, reject }] = calls;
-        try {
-          const call = (this.client as unknown as Record<string, ScriptCall>)[command];
-          call.call(this.client, ...keys, ...args).then(resolve, reject);
-        } catch (error) {
-          reject(error);
-        }
-        continue;
-      }
-      let replies: Promise<PipelineReply>;
-      try {
-        const pipeline = this.client.pipeline() as unknown as ScriptPipeline;
-        for (const { command, keys, args } of calls) pipeline[command](...keys, ...args);
-        replies = pipeline.exec();
-      } catch (error) {
-        for (const call of calls) call.reject(error);
-        continue;
-      }
-      replies.then(
-        (results) => {
-          for (let n = 0; n < calls.length; n++) {
-            const result = results?.[n];
-            if (result === undefined) calls[n].reject(new Error('no reply in the pipeline'));
-            else if (result[0]) calls[n].reject(result[0]);
-            else calls[n].resolve(result[1]);
-          }
-        },
-        (error: unknown) => {
-          for (const call of calls) call.reject(error);
-        },
-      );
+  private cork(): void {
+    const sockets: Array<{ uncork(): void }> = [];
+    const nodes: Redis[] = this.client.isCluster ? (this.client as Cluster).nodes('all') : [this.client as Redis];
+    for (const node of nodes) {
+      // A socket that is not there yet (connecting, or reconnecting) has nothing to hold back.
+      const stream = (node as unknown as { stream?: { cork?: () => void; uncork?: () => void } }).stream;
+      if (stream?.cork === undefined || stream.uncork === undefined) continue;
+      stream.cork();
+      sockets.push(stream as { uncork(): void });
     }
+    this.corked = sockets;
+    process.nextTick(this.uncork);
+  }
+
+  private readonly uncork = (): void => {
+    const sockets = this.corked ?? [];
+    this.corked = undefined;
+    for (const socket of sockets) socket.uncork();
   };
 
   /**
@@ -279,14 +240,6 @@ export class RedisConnection {
     if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error;
     return new DriverUnavailableError(`Redis did not answer ${what}: ${describeError(error)}`, error);
   }
-}
-
-/** The part of a key Redis Cluster hashes: the first non-empty {...}, or the whole key. */
-function hashTag(key: string): string {
-  const open = key.indexOf('{');
-  if (open < 0) return key;
-  const close = key.indexOf('}', open + 1);
-  return close > open + 1 ? key.slice(open + 1, close) : key;
 }
 
 function isReplyError(error: unknown): error is Error {
