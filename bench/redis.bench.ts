@@ -1,14 +1,18 @@
 // The Redis benchmark: nestjs-delay's Redis driver and BullMQ side by side,
 // in one run, on one redis-server that the bench starts itself on a free
-// port (FLUSHALL between phases). A raw Lua ZADD+HSET is the floor.
+// port (FLUSHALL between phases). A raw Lua ZADD+HSET is the floor, and
+// redis-benchmark running that script pipelined is the ceiling: what the
+// server can do at all, measured in the same run.
 //
 //   npm run bench:redis
 //   BENCH_REDIS_QUICK=1 npm run bench:redis        (a smoke run, figures not comparable)
 //   BENCH_REDIS_CPU_PROF=<dir> npm run bench:redis (--cpu-prof for every worker process)
 //   BENCH_REDIS_PHASES=4,5 npm run bench:redis     (only some phases)
 //
-// Phases: (1) schedule, one client awaiting each; (2) schedule with many in
-// flight, and BullMQ addBulk; (3) Redis memory per pending action, 108-byte
+// Phases: (1) schedule, one client awaiting each; (2) the ceiling, schedule
+// with 100 in flight against BullMQ add with 100 in flight, scheduleMany
+// against addBulk, with Redis time per EVALSHA (INFO commandstats) and this
+// process's CPU per action; (3) Redis memory per pending action, 108-byte
 // payload; (4) a burst due at one moment, consumed by 1 then 2 worker
 // processes; (5) lateness under a steady load, one worker process.
 // Worker processes are the compiled bench/redis/worker.ts. See BENCHMARKS.md.
@@ -24,7 +28,8 @@ import type { ContenderKind, WorkerReport } from './redis/protocol';
 import { BullmqProducer, DelayProducer, RawLuaProducer } from './redis/producers';
 import type { Due, Item, Producer } from './redis/producers';
 import { BenchRedisServer } from './redis/redis-server';
-import { allKeys, keyBytes, parseInfo, ServerWork, usedMemory } from './redis/redis-stats';
+import { Ceiling, redisBenchmarkVersion } from './redis/ceiling';
+import { allKeys, commandStats, keyBytes, parseInfo, ServerWork, usedMemory } from './redis/redis-stats';
 import type { CommandStat } from './redis/redis-stats';
 import { WorkerPool } from './redis/worker-pool';
 import { fmt, markdownTable, median, quantile, xorshift32 } from './support';
@@ -127,12 +132,13 @@ function sorted(values: readonly number[]): Float64Array {
 
 // ---- phases 1 and 2: schedule rates --------------------------------------
 
-type ScheduleMode = 'sequential' | 'concurrent' | 'bulk';
+type ScheduleMode = 'sequential' | 'concurrent' | 'bulk' | 'ceiling';
 
 interface ScheduleCase {
   readonly id: string;
   readonly label: string;
-  readonly producer: Producer;
+  readonly producer?: Producer;
+  readonly ceiling?: Ceiling;
   readonly mode: ScheduleMode;
 }
 
@@ -140,6 +146,10 @@ interface RateResult {
   readonly id: string;
   readonly label: string;
   readonly rates: number[];
+  /** Redis time per EVALSHA in each round (INFO commandstats usec / calls): the script's own cost inside Redis. */
+  readonly evalshaUsec: number[];
+  /** This process's CPU per action in each round, µs (NaN for redis-benchmark): less moved by a busy machine than rates. */
+  readonly clientCpuUsec: number[];
 }
 
 /** Items due in an hour, built once and reused by every round (each round starts from FLUSHALL), so building them is not timed. */
@@ -155,10 +165,24 @@ function farItem(n: number): Item {
   return item;
 }
 
-async function timeCase(bench: Bench, scheduleCase: ScheduleCase, durationMs: number): Promise<number> {
+async function timeCase(bench: Bench, scheduleCase: ScheduleCase, durationMs: number): Promise<{ rate: number; evalshaUsec: number; clientCpuUsec: number }> {
   await bench.flush();
-  const untilMs = performance.now() + durationMs;
+  await bench.redis.config('RESETSTAT');
+  const cpuBefore = process.cpuUsage();
+  const { rate, done } = await timeCaseRate(scheduleCase, durationMs);
+  const cpu = process.cpuUsage(cpuBefore);
+  const evalsha = (await commandStats(bench.redis)).find((stat) => stat.command === 'evalsha');
+  return { rate, evalshaUsec: evalsha ? evalsha.usec / evalsha.calls : NaN, clientCpuUsec: scheduleCase.mode === 'ceiling' ? NaN : (cpu.user + cpu.system) / done };
+}
+
+async function timeCaseRate(scheduleCase: ScheduleCase, durationMs: number): Promise<{ rate: number; done: number }> {
   const { producer, mode } = scheduleCase;
+  if (mode === 'ceiling') {
+    if (scheduleCase.ceiling === undefined) throw new Error(`${scheduleCase.label} has no ceiling`);
+    return { rate: await scheduleCase.ceiling.rate(durationMs), done: NaN };
+  }
+  if (producer === undefined) throw new Error(`${scheduleCase.label} has no producer`);
+  const untilMs = performance.now() + durationMs;
   let result: { done: number; seconds: number };
   if (mode === 'sequential') {
     result = await pump(1, { untilMs }, (n) => producer.one(farItem(n)));
@@ -169,14 +193,19 @@ async function timeCase(bench: Bench, scheduleCase: ScheduleCase, durationMs: nu
     if (bulk === undefined) throw new Error(`${scheduleCase.label} has no bulk call`);
     result = await pumpBatches(SETTINGS.inFlight, { untilMs }, (first, count) => bulk(Array.from({ length: count }, (_, n) => farItem(first + n))));
   }
-  return result.done / result.seconds;
+  return { rate: result.done / result.seconds, done: result.done };
 }
 
 async function measureRates(bench: Bench, cases: readonly ScheduleCase[]): Promise<RateResult[]> {
   for (const scheduleCase of cases) await timeCase(bench, scheduleCase, SETTINGS.warmupMs);
-  const results = cases.map((scheduleCase): RateResult => ({ id: scheduleCase.id, label: scheduleCase.label, rates: [] }));
+  const results = cases.map((scheduleCase): RateResult => ({ id: scheduleCase.id, label: scheduleCase.label, rates: [], evalshaUsec: [], clientCpuUsec: [] }));
   for (let round = 0; round < SETTINGS.rounds; round++) {
-    for (let n = 0; n < cases.length; n++) results[n].rates.push(await timeCase(bench, cases[n], SETTINGS.roundMs));
+    for (let n = 0; n < cases.length; n++) {
+      const { rate, evalshaUsec, clientCpuUsec } = await timeCase(bench, cases[n], SETTINGS.roundMs);
+      results[n].rates.push(rate);
+      results[n].evalshaUsec.push(evalshaUsec);
+      results[n].clientCpuUsec.push(clientCpuUsec);
+    }
   }
   return results;
 }
@@ -435,6 +464,7 @@ function pairedRatio(result: RateResult, base: RateResult): number {
 
 function rateTable(title: string, results: readonly RateResult[], baseId: string): string {
   const base = results.find((result) => result.id === baseId);
+  const ceiling = results.find((result) => result.id === 'ceiling');
   const baseRate = base ? median(base.rates) : NaN;
   const rows = results.map((result) => [
     title,
@@ -443,11 +473,24 @@ function rateTable(title: string, results: readonly RateResult[], baseId: string
     `${fmt(Math.min(...result.rates))} - ${fmt(Math.max(...result.rates))}`,
     ratio(median(result.rates) / baseRate),
     base ? ratio(pairedRatio(result, base)) : '-',
+    ceiling ? ratio(pairedRatio(result, ceiling)) : '-',
+    fmt(median(result.evalshaUsec), 2),
+    fmt(median(result.clientCpuUsec), 1),
   ]);
   return markdownTable(
-    ['mode', 'implementation', 'ops/s (median)', 'rounds min - max', 'x BullMQ (medians)', 'x BullMQ (median of per-round ratios)'],
+    [
+      'mode',
+      'implementation',
+      'ops/s (median)',
+      'rounds min - max',
+      'x BullMQ (medians)',
+      'x BullMQ (median of per-round ratios)',
+      'x ceiling (median of per-round ratios)',
+      'Redis µs per EVALSHA (commandstats, median)',
+      'client CPU µs per action (median)',
+    ],
     rows,
-    [false, false, true, true, true, true],
+    [false, false, true, true, true, true, true, true, true],
   );
 }
 
@@ -641,9 +684,24 @@ function verdicts(
   if (concurrent.length > 0) {
     const value = paired(concurrent);
     const batched = paired(concurrent, 'delay-bulk');
+    const find = (id: string): RateResult | undefined => concurrent.find((result) => result.id === id);
+    const pairOf = (ours: string, base: string): number => {
+      const a = find(ours);
+      const b = find(base);
+      return a && b ? pairedRatio(a, b) : NaN;
+    };
+    const usec = (id: string): number => median(find(id)?.evalshaUsec ?? [NaN]);
+    const scriptCost = median((find('delay')?.evalshaUsec ?? []).map((value, round) => value / (find('raw')?.evalshaUsec[round] ?? NaN)));
+    const vsCeiling = pairOf('delay', 'ceiling');
+    const vsAdd = pairOf('delay', 'bullmq-add');
+    const manyVsCeiling = pairOf('delay-bulk', 'ceiling');
     lines.push(
       `- schedule, batched: scheduleMany ${fmt(rateOf(concurrent, 'delay-bulk'))}/s = ${ratio(batched)} BullMQ addBulk's ${fmt(rateOf(concurrent, 'bullmq'))}/s (per-round ratios, median; target >= 3x): ${mark(batched >= 3)}`,
       `- schedule, concurrent: schedule with ${SETTINGS.inFlight} in flight ${fmt(rateOf(concurrent, 'delay'))}/s = ${ratio(value)} BullMQ addBulk's (target >= 3x): ${mark(value >= 3)}`,
+      `- schedule with ${SETTINGS.inFlight} in flight = ${ratio(vsCeiling)} the ceiling's ${fmt(rateOf(concurrent, 'ceiling'))}/s (target >= 0.5x): ${mark(vsCeiling >= 0.5)}`,
+      `- schedule with ${SETTINGS.inFlight} in flight = ${ratio(vsAdd)} BullMQ add with ${SETTINGS.inFlight} in flight, ${fmt(rateOf(concurrent, 'bullmq-add'))}/s (target >= 2.5x): ${mark(vsAdd >= 2.5)}`,
+      `- scheduleMany = ${ratio(manyVsCeiling)} the ceiling (target >= 0.8x): ${mark(manyVsCeiling >= 0.8)}`,
+      `- schedule.lua inside Redis: ${fmt(usec('delay'), 2)} µs per call = ${ratio(scriptCost)} the floor script's ${fmt(usec('raw'), 2)} µs (per-round ratios, median; target <= 1.5x): ${mark(scriptCost <= 1.5)}`,
     );
   }
   const ourMemory = memory.find((result) => result.id === 'delay');
@@ -699,7 +757,7 @@ async function main(): Promise<void> {
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
     console.log(`- node ${process.version}, ${process.platform}/${process.arch}; bullmq ${bullmqVersion}, ioredis ${ioredisVersion}`);
-    console.log(`- redis-server ${serverInfo.get('redis_version')} (${BenchRedisServer.version()}), spawned on a free port, no persistence`);
+    console.log(`- redis-server ${serverInfo.get('redis_version')} (${BenchRedisServer.version()}), spawned on a free port, no persistence; ${redisBenchmarkVersion()}`);
     console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average (1 min) ${loadAtStart}`);
     console.log(
       `- schedule: ${SETTINGS.rounds} interleaved rounds of ${SETTINGS.roundMs} ms per implementation, median; ${SETTINGS.inFlight} in flight / addBulk batches of ${SETTINGS.inFlight}; payload ${PAYLOAD_BYTES} B of JSON`,
@@ -727,18 +785,18 @@ async function main(): Promise<void> {
     }
 
     if (PHASES.has(2)) {
-      const autoPipelined = await DelayProducer.create(server.url, true);
+      const ceiling = new Ceiling(bench.redis, server.port, SETTINGS.inFlight, JSON.stringify(makePayload(actionKey('ceil', 0), 0)));
       concurrent = await measureRates(bench, [
+        { id: 'ceiling', label: `ceiling: redis-benchmark, raw Lua ZADD+HSET, 1 connection, pipeline of ${SETTINGS.inFlight}`, ceiling, mode: 'ceiling' },
         { id: 'bullmq', label: `BullMQ Queue.addBulk, batches of ${SETTINGS.inFlight}`, producer: bullmq, mode: 'bulk' },
         { id: 'bullmq-add', label: `BullMQ Queue.add, ${SETTINGS.inFlight} in flight`, producer: bullmq, mode: 'concurrent' },
         { id: 'delay', label: `nestjs-delay DelayService.schedule, ${SETTINGS.inFlight} in flight`, producer: delay, mode: 'concurrent' },
         { id: 'delay-bulk', label: `nestjs-delay DelayService.scheduleMany, batches of ${SETTINGS.inFlight}`, producer: delay, mode: 'bulk' },
-        { id: 'delay-auto', label: `nestjs-delay, ${SETTINGS.inFlight} in flight, ioredis enableAutoPipelining (what-if)`, producer: autoPipelined, mode: 'concurrent' },
-        { id: 'raw', label: `raw Lua ZADD+HSET, ${SETTINGS.inFlight} in flight (floor)`, producer: raw, mode: 'concurrent' },
-        { id: 'raw-bulk', label: `raw Lua ZADD+HSET, ${SETTINGS.inFlight} per call (floor for a batch API)`, producer: raw, mode: 'bulk' },
+        { id: 'raw', label: `raw Lua ZADD+HSET via ioredis, ${SETTINGS.inFlight} in flight (floor)`, producer: raw, mode: 'concurrent' },
+        { id: 'raw-bulk', label: `raw Lua ZADD+HSET via ioredis, ${SETTINGS.inFlight} per call (floor for a batch API)`, producer: raw, mode: 'bulk' },
       ]);
-      await autoPipelined.close();
       console.log('\n## 2. Schedule, batched or concurrent\n');
+      console.log(`ceiling: redis-benchmark ${ceiling.args.join(' ')}\n`);
       console.log(rateTable('batched/concurrent', concurrent, 'bullmq'));
     }
 

@@ -100,8 +100,8 @@ function jobOptions({ key, due }: Item): JobsOptions {
 }
 
 /** The floor: one Lua script doing ZADD (due time) and HSET (payload), nothing else. */
-const RAW_LUA = "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1";
-const RAW_KEYS = ['raw:{bench}:due', 'raw:{bench}:env'] as const;
+export const RAW_LUA = "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1";
+export const RAW_KEYS = ['raw:{bench}:due', 'raw:{bench}:env'] as const;
 /** The same for many actions in one call: ARGV is due, key, payload, due, key, payload, ... */
 const RAW_BULK_LUA =
   "for n = 1, #ARGV, 3 do redis.call('ZADD', KEYS[1], ARGV[n], ARGV[n + 1]) redis.call('HSET', KEYS[2], ARGV[n + 1], ARGV[n + 2]) end return #ARGV / 3";

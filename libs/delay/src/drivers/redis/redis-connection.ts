@@ -15,7 +15,6 @@ export interface RedisConnectionSettings {
   readonly replicas: number;
   readonly replicasTimeoutMs: number;
 }
-
 /**
  * Fail fast while Redis is away: a call is rejected at once with a
  * DriverUnavailableError instead of waiting in a queue, and a command lost
@@ -46,6 +45,8 @@ export class RedisConnection {
   private readonly owned: boolean;
   private checking = false;
   private closed = false;
+  /** The sockets corked in this tick, uncorked at its end; undefined when none is. */
+  private corked: Array<{ uncork(): void }> | undefined;
 
   constructor(
     source: { url?: string; options?: object; client?: object },
@@ -99,9 +100,46 @@ export class RedisConnection {
 
   /** Runs a script that only reads or that the consumer retries by itself. */
   run<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
-    const call = (this.client as unknown as Record<string, ScriptCall>)[REDIS_SCRIPTS[name].command];
-    return this.bounded(name, call.call(this.client, ...keys, ...args) as Promise<T>);
+    return this.bounded(name, this.send(REDIS_SCRIPTS[name].command, keys, args) as Promise<T>);
   }
+
+  /**
+   * Sends a script call; the calls issued in the same tick leave in one
+   * socket write. With many calls in flight, one write per command costs
+   * about a third of the client's CPU. The socket is corked at the first call
+   * of a tick and uncorked at its end: each command is still an ordinary
+   * command, settled by its own reply as soon as that arrives (a pipeline
+   * would hold every reply until the last), with its own error and its own
+   * time bound (run/write wrap it in bounded()). On a Cluster every node's
+   * socket is corked, so each node gets one write. ioredis'
+   * enableAutoPipelining is not used: it keeps one pipeline in flight per
+   * connection and makes the next wait for the whole reply of the previous.
+   */
+  private send(command: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+    if (this.corked === undefined) this.cork();
+    const call = (this.client as unknown as Record<string, ScriptCall>)[command];
+    return call.call(this.client, ...keys, ...args);
+  }
+
+  private cork(): void {
+    const sockets: Array<{ uncork(): void }> = [];
+    const nodes: Redis[] = this.client.isCluster ? (this.client as Cluster).nodes('all') : [this.client as Redis];
+    for (const node of nodes) {
+      // A socket that is not there yet (connecting, or reconnecting) has nothing to hold back.
+      const stream = (node as unknown as { stream?: { cork?: () => void; uncork?: () => void } }).stream;
+      if (stream?.cork === undefined || stream.uncork === undefined) continue;
+      stream.cork();
+      sockets.push(stream as { uncork(): void });
+    }
+    this.corked = sockets;
+    process.nextTick(this.uncork);
+  }
+
+  private readonly uncork = (): void => {
+    const sockets = this.corked ?? [];
+    this.corked = undefined;
+    for (const socket of sockets) socket.uncork();
+  };
 
   /**
    * Runs a script that changes what the caller was promised (schedule,

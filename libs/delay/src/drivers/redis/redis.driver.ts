@@ -106,32 +106,42 @@ export class RedisDriver implements DelayDriver {
     const reply = await this.connection.write<Reply>(
       'schedule',
       [keys.due, keys.env, keys.active, keys.seq],
-      [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake],
+      [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.trace)],
     );
-    const status = this.checkStatus(reply, command.maxPastMs, command.due);
+    const status = Number(reply[0]);
+    if (status === 1 || status === 2) {
+      // Armed: the script does not send the envelope back, everything in it is known here.
+      const now = Number(reply[1]);
+      this.clockSkew.value = now - Date.now();
+      return { action: armedAction(command.topic, command.key, command.payload, dueAtOf(command.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
+    }
+    this.checkStatus(reply, command.maxPastMs, command.due);
     if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
-    const outcome = status === 1 ? 'created' : status === 2 ? 'replaced' : 'kept';
-    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome };
+    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome: 'kept' };
   }
 
   async scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
     const keys = this.keys(command.topic);
-    const args: Array<string | number> = [command.maxPastMs, this.horizonMs, keys.wake];
+    // One call is one request: the first entry's trace context stands for all of them.
+    const args: Array<string | number> = [command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.entries[0]?.trace)];
     for (const entry of command.entries) args.push(entry.key, ...dueArgs(entry.due), entry.payload ?? '', entry.ifExists);
     const reply = await this.connection.write<Reply>('scheduleMany', [keys.due, keys.env, keys.active, keys.seq], args);
-    this.clockSkew.value = Number(reply[0]) - Date.now();
+    const now = Number(reply[0]);
+    this.clockSkew.value = now - Date.now();
     const code = Number(reply[1]);
     if (code < 0) {
       const entry = command.entries[Number(reply[2]) - 1];
       if (code === -3) throw new ActionKindConflictError(command.topic, entry.key, 'batch');
       this.checkStatus([code, reply[3], reply[0]], command.maxPastMs, entry.due);
     }
-    return command.entries.map((entry, n) => {
-      const status = Number(reply[1 + n * 3]);
-      return {
-        action: toStoredAction(command.topic, entry.key, String(reply[2 + n * 3]), Number(reply[3 + n * 3]) === 1, ''),
-        outcome: status === 1 ? 'created' : status === 2 ? 'replaced' : 'kept',
-      };
+    // Statuses first, then the existing envelope of each kept entry, in entry order.
+    let nextKept = 1 + command.entries.length;
+    return command.entries.map((entry, n): ScheduleResult => {
+      const status = Number(reply[1 + n]);
+      if (status === 1 || status === 2) {
+        return { action: armedAction(command.topic, entry.key, entry.payload, dueAtOf(entry.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
+      }
+      return { action: toStoredAction(command.topic, entry.key, String(reply[nextKept++]), status === 4, ''), outcome: 'kept' };
     });
   }
 
@@ -343,4 +353,14 @@ export class RedisDriver implements DelayDriver {
 
 function dueArgs(due: DueSpec): ['delay' | 'at', number] {
   return 'delayMs' in due ? ['delay', due.delayMs] : ['at', due.atMs];
+}
+
+/** The due time a schedule script stored, from its `now`: it keeps whole ms (base 36 of the floor). */
+function dueAtOf(due: DueSpec, now: number): number {
+  return Math.floor('delayMs' in due ? now + due.delayMs : due.atMs);
+}
+
+/** What a schedule that armed stored: attempt 1, waiting, the payload as given ('' is no payload, as in an envelope). */
+function armedAction(topic: string, key: string, payload: string | undefined, dueAt: number): StoredAction {
+  return { topic, key, payload: payload === '' ? undefined : payload, dueAt, attempt: 1, state: 'waiting' };
 }

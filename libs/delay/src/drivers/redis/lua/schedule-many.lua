@@ -10,25 +10,30 @@ KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 ARGV[1] max past, ms
 ARGV[2] horizon, ms
 ARGV[3] wake channel
-ARGV[4..] five per entry: key, 'delay' or 'at', value (ms), payload JSON or '', 'replace' or 'keep'
+ARGV[4] trace context of the request (carried in each new token after a '~'), or ''
+ARGV[5..] five per entry: key, 'delay' or 'at', value (ms), payload JSON or '', 'replace' or 'keep'
 
-Returns {now, status1, envelope1, running1, status2, ...}
-  status 1 created, 2 replaced, 3 kept (envelope is the existing one);
-  or {now, code, index, dueAt} when entry `index` (1-based) is refused and
+Returns {now, status1, status2, ..., statusN, then one existing envelope per
+kept entry, in entry order}
+  status 1 created, 2 replaced, 3 kept and waiting, 4 kept and running.
+  The caller has the payloads and computes each due time from `now`
+  (attempt 1), so new envelopes are not sent back.
+  Or {now, code, index, dueAt} when entry `index` (1-based) is refused and
   nothing was written: code -1 too far in the past, -2 beyond the horizon,
   -3 its key has an open batch (from collect).
 ]]
 --@include clock
 --@include encoding
---@include token
-local now = serverNow()
+--@include token-batch
+local now, micros = serverTime()
 local maxPast = tonumber(ARGV[1])
 local horizon = tonumber(ARGV[2])
 
 local dues = {}
-local entries = (#ARGV - 3) / 5
+local found = {}
+local entries = (#ARGV - 4) / 5
 for n = 1, entries do
-  local base = 3 + (n - 1) * 5
+  local base = 4 + (n - 1) * 5
   local dueAt
   if ARGV[base + 2] == 'delay' then dueAt = now + tonumber(ARGV[base + 3]) else dueAt = tonumber(ARGV[base + 3]) end
   if dueAt < 0 or dueAt < now - maxPast then return {now, -1, n, tostring(dueAt)} end
@@ -36,29 +41,36 @@ for n = 1, entries do
   local existing = redis.call('HGET', KEYS[2], ARGV[base + 1])
   if existing and string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {now, -3, n, ''} end
   dues[n] = dueAt
+  found[n] = existing
 end
 
+-- What an earlier entry of this same call wrote: a key given twice sees its first arming, as two calls would.
+local written = {}
+local kept = {}
 local result = {now}
 local earliest = nil
+local tokens = tokenMinter(KEYS[4], micros)
+local traced = ''
+if ARGV[4] ~= '' then traced = '~' .. ARGV[4] end
 for n = 1, entries do
-  local base = 3 + (n - 1) * 5
+  local base = 4 + (n - 1) * 5
   local key = ARGV[base + 1]
-  local existing = redis.call('HGET', KEYS[2], key)
+  local existing = written[key] or found[n]
   if existing and ARGV[base + 5] == 'keep' then
-    result[#result + 1] = 3
-    result[#result + 1] = existing
-    if redis.call('ZSCORE', KEYS[3], key) then result[#result + 1] = 1 else result[#result + 1] = 0 end
+    if redis.call('ZSCORE', KEYS[3], key) then result[n + 1] = 4 else result[n + 1] = 3 end
+    kept[#kept + 1] = existing
   else
-    local envelope = mintToken(KEYS[4]) .. '|1|' .. b36(dues[n]) .. '|' .. ARGV[base + 4]
+    local envelope = tokens.next() .. traced .. '|1|' .. b36(dues[n]) .. '|' .. ARGV[base + 4]
     redis.call('HSET', KEYS[2], key, envelope)
     redis.call('ZADD', KEYS[1], dues[n], key)
     if existing then redis.call('ZREM', KEYS[3], key) end
+    written[key] = envelope
     if earliest == nil or dues[n] < earliest then earliest = dues[n] end
-    if existing then result[#result + 1] = 2 else result[#result + 1] = 1 end
-    result[#result + 1] = envelope
-    result[#result + 1] = 0
+    if existing then result[n + 1] = 2 else result[n + 1] = 1 end
   end
 end
+tokens.save()
+for n = 1, #kept do result[entries + 1 + n] = kept[n] end
 
 if earliest ~= nil then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')

@@ -4,13 +4,21 @@
 -- arming made after it. So a token is the server's time in microseconds,
 -- pushed one past the last token minted when the clock has not moved on.
 -- After a loss the counter key is gone or behind, but time has moved on.
+-- `micros` is the script's own reading of TIME (serverTime()), if it has one.
 -- Needs the clock and encoding includes before it.
-local function mintToken(seqKey)
-  local time = redis.call('TIME')
-  local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
-  local last = tonumber(redis.call('GET', seqKey) or '0')
-  if last >= token then token = last + 1 end
-  redis.call('SET', seqKey, string.format('%.0f', token))
+local function mintToken(seqKey, micros)
+  if micros == nil then
+    local _
+    _, micros = serverTime()
+  end
+  -- One call in the common case (the clock moved on): write the time and read
+  -- back what was there; only a clock that did not move needs a second SET.
+  local token = micros
+  local last = tonumber(redis.call('SET', seqKey, string.format('%.0f', token), 'GET') or '0')
+  if last >= token then
+    token = last + 1
+    redis.call('SET', seqKey, string.format('%.0f', token))
+  end
   return b36(token)
 end
 

@@ -1,0 +1,98 @@
+import IORedis from 'ioredis';
+import { DelayService } from 'nestjs-delay';
+import { redisAppSuite } from './support/redis-app-suite';
+
+const TOPIC = 'path.orders';
+
+/** Counts the writes the client's socket makes to the operating system from now on (one writev for many buffered chunks counts once). */
+function countWrites(client: IORedis): { readonly count: number } {
+  type Flush = (...args: unknown[]) => unknown;
+  const socket = (client as unknown as { stream: { _write: Flush; _writev?: Flush } }).stream;
+  const counter = { count: 0 };
+  const write = socket._write.bind(socket);
+  socket._write = (...args: unknown[]): unknown => {
+    counter.count++;
+    return write(...args);
+  };
+  const writev = socket._writev?.bind(socket);
+  if (writev !== undefined) {
+    socket._writev = (...args: unknown[]): unknown => {
+      counter.count++;
+      return writev(...args);
+    };
+  }
+  return counter;
+}
+
+describe('Redis driver: the schedule path', () => {
+  const suite = redisAppSuite();
+
+  it('writes the schedules issued in one tick together, and each gets its own answer', async () => {
+    const client = new IORedis(suite.url());
+    try {
+      const app = await suite.boot({ driver: { type: 'redis', client, prefix: 'batch' }, consume: false }, []);
+      const delay = app.get(DelayService);
+      await delay.count(TOPIC);
+      const writes = countWrites(client);
+      const keys = Array.from({ length: 100 }, (_, n) => `order-${n}`);
+      const results = await Promise.all(keys.map((key, n) => delay.schedule(TOPIC, key, { delay: 60_000 + n, payload: { n } })));
+      // One script call per schedule, in far fewer writes than calls.
+      expect(writes.count).toBeLessThanOrEqual(5);
+      expect(results.map((action) => action.key)).toEqual(keys);
+      expect(results.map((action) => action.payload)).toEqual(keys.map((_, n) => ({ n })));
+      expect(await delay.count(TOPIC)).toBe(100);
+      // What each call returned is what Redis stored.
+      for (const n of [0, 57, 99]) expect(await delay.get(TOPIC, keys[n])).toEqual(results[n]);
+    } finally {
+      await client.quit();
+    }
+  });
+
+  it('returns what it stored, created, replaced and kept, without the script sending the envelope back', async () => {
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'reply' }, consume: false }, []);
+    const delay = app.get(DelayService);
+    const created = await delay.schedule(TOPIC, 'a', { delay: 45_000, payload: { v: 1 } });
+    expect(created).toEqual(await delay.get(TOPIC, 'a'));
+    const at = Date.now() + 90_000;
+    const replaced = await delay.schedule(TOPIC, 'a', { at, payload: { v: 2 } });
+    expect(replaced).toMatchObject({ dueAt: new Date(at), payload: { v: 2 }, attempt: 1, state: 'waiting' });
+    expect(replaced).toEqual(await delay.get(TOPIC, 'a'));
+    const kept = await delay.schedule(TOPIC, 'a', { delay: 1_000, payload: { v: 3 }, ifExists: 'keep' });
+    expect(kept).toEqual(replaced);
+    const none = await delay.schedule(TOPIC, 'b', { delay: 45_000 });
+    expect(none.payload).toBeUndefined();
+    expect(none).toEqual(await delay.get(TOPIC, 'b'));
+  });
+
+  it('scheduleMany: a key given twice sees its first arming, as two calls would', async () => {
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'twice' }, consume: false }, []);
+    const delay = app.get(DelayService);
+    await delay.schedule(TOPIC, 'old', { delay: 50_000, payload: { v: 'old' } });
+    const results = await delay.scheduleMany(TOPIC, [
+      { key: 'k', delay: 40_000, payload: { v: 1 } },
+      { key: 'old', delay: 30_000, payload: { v: 'new' }, ifExists: 'keep' },
+      { key: 'k', delay: 20_000, payload: { v: 2 }, ifExists: 'keep' },
+      { key: 'k', delay: 10_000, payload: { v: 3 } },
+    ]);
+    expect(results.map((action) => action.payload)).toEqual([{ v: 1 }, { v: 'old' }, { v: 1 }, { v: 3 }]);
+    expect(results[2]).toEqual(results[0]);
+    expect(await delay.get(TOPIC, 'k')).toEqual(results[3]);
+    expect(await delay.get(TOPIC, 'old')).toEqual(results[1]);
+  });
+
+  it('mints a token past the last one when the server clock is behind it', async () => {
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'tok' }, consume: false }, []);
+    const delay = app.get(DelayService);
+    const raw = suite.raw();
+    const seqKey = `tok:{${TOPIC}}:seq`;
+    // A counter an hour ahead of the clock: the last token minted before the clock stepped back.
+    const ahead = (Date.now() + 3_600_000) * 1000;
+    await raw.set(seqKey, String(ahead));
+    await delay.schedule(TOPIC, 'one', { delay: 60_000 });
+    await delay.scheduleMany(TOPIC, [{ key: 'two', delay: 60_000 }, { key: 'three', delay: 60_000 }]);
+    const env = await raw.hgetall(`tok:{${TOPIC}}:env`);
+    const token = (key: string): number => parseInt(env[key].split('|')[0], 36);
+    expect([token('one'), token('two'), token('three')]).toEqual([ahead + 1, ahead + 2, ahead + 3]);
+    expect(await raw.get(seqKey)).toBe(String(ahead + 3));
+  });
+});
