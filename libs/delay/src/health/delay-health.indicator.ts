@@ -6,6 +6,7 @@ import { InvalidDelayOptionsError } from '../errors/invalid-delay-options.error'
 import { DelayHealth } from '../interfaces/delay-health.interface';
 import { Duration, parseDuration } from '../time/duration';
 import { describeError } from '../utils/describe-error';
+import { settleWithin } from '../utils/settle-within';
 import { DelayHealthCheckOptions } from './delay-health-check-options.interface';
 
 interface Thresholds {
@@ -46,7 +47,7 @@ export class DelayHealthIndicator {
     const session = this.indicator.check(key);
     let health: DelayHealth;
     try {
-      health = await withinTimeout(this.delay.health(), thresholds.timeoutMs);
+      health = await settleWithin(this.delay.health(), thresholds.timeoutMs, () => new Error(`no answer from the delay driver within ${thresholds.timeoutMs} ms`));
     } catch (error) {
       return session.down({ reason: describeError(error) });
     }
@@ -95,22 +96,4 @@ function resolveThresholds(options: DelayHealthCheckOptions): Thresholds {
   };
   if (problems.length > 0) throw new InvalidDelayOptionsError('delay health check options', problems);
   return thresholds;
-}
-
-/** The promise's result, or a rejection once `ms` have passed: a health check must answer even when its store does not. */
-function withinTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer from the delay driver within ${ms} ms`)), ms);
-    timer.unref?.();
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }

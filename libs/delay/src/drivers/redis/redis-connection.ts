@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import IORedis, { Cluster, Redis, RedisOptions } from 'ioredis';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { describeError } from '../../utils/describe-error';
+import { settleWithin } from '../../utils/settle-within';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
 
 export type RedisClient = Redis | Cluster;
@@ -192,22 +193,15 @@ export class RedisConnection {
    */
   bounded<T>(what: string, promise: Promise<T>, extraMs = 0): Promise<T> {
     const limit = this.settings.commandTimeoutMs + extraMs;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new DriverUnavailableError(`Redis did not answer ${what} within ${limit} ms (option commandTimeout)`));
+    return settleWithin(
+      promise,
+      limit,
+      () => {
         this.suspect();
-      }, limit);
-      promise.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(this.toError(what, error));
-        },
-      );
-    });
+        return new DriverUnavailableError(`Redis did not answer ${what} within ${limit} ms (option commandTimeout)`);
+      },
+      (error) => this.toError(what, error),
+    );
   }
 
   /** A call went unanswered: if a PING goes unanswered too, the socket is dead though it looks open; open a new one. */

@@ -2,6 +2,7 @@ import { DriverHealth, TopicHealth } from '../../interfaces/delay-health.interfa
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
 import { RedisClient, RedisConnection } from './redis-connection';
 import { TopicKeys, topicKeys } from './redis-keys';
+import { settleWithin } from '../../utils/settle-within';
 
 /** What the health snapshot needs to know of a topic consumed in this process. */
 export interface ConsumerState {
@@ -69,7 +70,7 @@ export class RedisTopicControl {
     const states = [...consumers];
     const started = performance.now();
     try {
-      await this.connection.bounded('PING', withTimeout(this.connection.client.ping(), timeoutMs));
+      await this.connection.bounded('PING', settleWithin(this.connection.client.ping(), timeoutMs, noAnswer(timeoutMs)));
     } catch {
       return { up: false, roundTripMs: Math.round(performance.now() - started), topics: states.map((state) => ({ topic: state.topic, consuming: true, consumerAlive: false, lagMs: 0, paused: false })) };
     }
@@ -77,7 +78,7 @@ export class RedisTopicControl {
     const topics = await Promise.all(
       states.map(async (state): Promise<TopicHealth> => {
         try {
-          const [, , , paused, now, earliest] = await withTimeout(this.summary(state.topic), timeoutMs);
+          const [, , , paused, now, earliest] = await settleWithin(this.summary(state.topic), timeoutMs, noAnswer(timeoutMs));
           return { topic: state.topic, consuming: true, consumerAlive: state.alive, lagMs: earliest < 0 ? 0 : Math.max(0, now - earliest), paused };
         } catch {
           return { topic: state.topic, consuming: true, consumerAlive: false, lagMs: 0, paused: false };
@@ -117,11 +118,7 @@ export class RedisTopicControl {
   }
 }
 
-/** Rejects when `promise` takes longer than `ms`; a Redis that stopped answering must not hang a health check. */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+/** A Redis that stopped answering must not hang a health check. */
+function noAnswer(ms: number): () => Error {
+  return () => new Error(`no answer within ${ms} ms`);
 }
