@@ -3,11 +3,11 @@ import IORedis, { Cluster, Redis, RedisOptions } from 'ioredis';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
+import { RedisReplicatedWriter } from './redis-replicated-writer';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
 
 export type RedisClient = Redis | Cluster;
 type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
-type PipelineReply = Array<[Error | null, unknown]> | null;
 
 export interface RedisConnectionSettings {
   /** Every call settles within this many ms, whatever the network does. */
@@ -45,6 +45,8 @@ export class RedisConnection {
   private readonly logger = new Logger(RedisConnection.name);
   private readonly owned: boolean;
   private checking = false;
+  /** Set when writes must be confirmed by replicas. */
+  private writer: RedisReplicatedWriter | undefined;
   private closed = false;
   /** The sockets corked in this tick, uncorked at its end; undefined when none is. */
   private corked: Array<{ uncork(): void }> | undefined;
@@ -73,11 +75,19 @@ export class RedisConnection {
     return this.closed;
   }
 
-  /** Connects (within the command timeout); on failure every connection opened is closed again, so the process can exit. */
+  /**
+   * Connects (within the command timeout), and opens the connection for
+   * replica-confirmed writes when `replicas` is set; on failure every
+   * connection opened is closed again, so the process can exit.
+   */
   async connect(): Promise<void> {
-    if (this.client.status !== 'wait') return;
     try {
-      await this.bounded('connect', this.client.connect());
+      if (this.client.status === 'wait') await this.bounded('connect', this.client.connect());
+      if (this.settings.replicas > 0 && !this.writer) {
+        const writer = new RedisReplicatedWriter(this, this.settings.replicas, this.settings.replicasTimeoutMs);
+        await writer.connect();
+        this.writer = writer;
+      }
     } catch (error) {
       if (this.owned) this.client.disconnect();
       throw new DriverUnavailableError(`cannot connect to Redis: ${describeError(error)}`, error);
@@ -145,28 +155,12 @@ export class RedisConnection {
   /**
    * Runs a script that changes what the caller was promised (schedule,
    * cancel...). With `replicas` set, it resolves only once that many replicas
-   * have the change too, so a failover cannot undo an acknowledged call.
+   * have the change too (RedisReplicatedWriter), so a failover cannot undo
+   * an acknowledged call.
    */
   write<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
-    if (this.settings.replicas === 0) return this.run(name, keys, args);
-    const pipeline = this.client.pipeline() as unknown as Record<string, (...a: Array<string | number>) => unknown> & { exec(): Promise<PipelineReply> };
-    pipeline[REDIS_SCRIPTS[name].command](...keys, ...args);
-    pipeline.wait(this.settings.replicas, this.settings.replicasTimeoutMs);
-    // WAIT itself may take up to its own timeout: the bound covers both.
-    return this.bounded(name, pipeline.exec(), this.settings.replicasTimeoutMs).then((replies) => {
-      const [scriptReply, waitReply] = replies ?? [];
-      if (!scriptReply || !waitReply) throw new DriverUnavailableError(`Redis did not answer ${name}`);
-      if (scriptReply[0]) throw this.toError(name, scriptReply[0]);
-      if (waitReply[0]) throw this.toError(`${name} (WAIT)`, waitReply[0]);
-      const confirmed = Number(waitReply[1]);
-      if (confirmed < this.settings.replicas) {
-        throw new DriverUnavailableError(
-          `${name} was written but only ${confirmed} of ${this.settings.replicas} replica(s) confirmed it within ${this.settings.replicasTimeoutMs} ms; ` +
-            'a failover now could undo it (option waitForReplicas)',
-        );
-      }
-      return scriptReply[1] as T;
-    });
+    if (!this.writer) return this.run(name, keys, args);
+    return this.writer.write<T>(name, keys, args);
   }
 
   /** Any other command, with the same bound: `send` gets the client. */
@@ -182,6 +176,7 @@ export class RedisConnection {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.writer?.close();
     if (!this.owned) return;
     await this.bounded('quit', this.client.quit()).catch(() => this.client.disconnect());
   }
@@ -191,13 +186,13 @@ export class RedisConnection {
    * `promise`: a reply that never comes becomes a DriverUnavailableError, and
    * a late one is ignored.
    */
-  bounded<T>(what: string, promise: Promise<T>, extraMs = 0): Promise<T> {
+  bounded<T>(what: string, promise: Promise<T>, extraMs = 0, suspectOnTimeout = true): Promise<T> {
     const limit = this.settings.commandTimeoutMs + extraMs;
     return settleWithin(
       promise,
       limit,
       () => {
-        this.suspect();
+        if (suspectOnTimeout) this.suspect();
         return new DriverUnavailableError(`Redis did not answer ${what} within ${limit} ms (option commandTimeout)`);
       },
       (error) => this.toError(what, error),
@@ -228,7 +223,7 @@ export class RedisConnection {
     );
   }
 
-  private toError(what: string, error: unknown): Error {
+  toError(what: string, error: unknown): Error {
     if (error instanceof DriverUnavailableError) return error;
     // Redis answered with an error: a bug or bad data, not an outage.
     if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error;

@@ -32,11 +32,11 @@ export class RedisTopicControl {
   ) {}
 
   async pause(topic: string): Promise<boolean> {
-    return (await this.connection.run<number>('pause', [this.keysOf(topic).paused], [])) === 1;
+    return (await this.connection.write<number>('pause', [this.keysOf(topic).paused], [])) === 1;
   }
 
   async resume(topic: string): Promise<boolean> {
-    return (await this.connection.run<number>('resume', [this.keysOf(topic).paused], [this.keysOf(topic).wake])) === 1;
+    return (await this.connection.write<number>('resume', [this.keysOf(topic).paused], [this.keysOf(topic).wake])) === 1;
   }
 
   async isPaused(topic: string): Promise<boolean> {
@@ -45,7 +45,7 @@ export class RedisTopicControl {
 
   async runNow(topic: string, key: string): Promise<boolean> {
     const keys = this.keysOf(topic);
-    return (await this.connection.run<number>('runNow', [keys.due, keys.env], [key, keys.wake])) === 1;
+    return (await this.connection.write<number>('runNow', [keys.due, keys.env], [key, keys.wake])) === 1;
   }
 
   /** Every topic under the prefix with pending or dead actions, or paused, whichever instance made them. */

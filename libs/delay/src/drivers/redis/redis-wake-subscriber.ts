@@ -15,7 +15,7 @@ export class RedisWakeSubscriber {
   private readonly logger = new Logger(RedisWakeSubscriber.name);
   private client: RedisClient | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
-  private replacing = false;
+  private checking = false;
   private stopped = false;
 
   constructor(
@@ -46,6 +46,8 @@ export class RedisWakeSubscriber {
       client.disconnect();
       return;
     }
+    // Never two subscribers: one left behind would keep reconnecting, and the process alive.
+    this.client?.disconnect();
     client.on('message', (channel: string, message: string) => this.channels.get(channel)?.(Number(message)));
     // After ioredis reconnects by itself it emits 'ready' before it subscribes again: subscribe, then look.
     client.on('ready', () => {
@@ -63,31 +65,34 @@ export class RedisWakeSubscriber {
 
   /** Keep-alive: a subscriber that does not answer a PING is replaced; one that could not be opened is tried again. */
   private async check(): Promise<void> {
-    const client = this.client;
-    if (this.stopped || this.replacing) return;
-    if (client) {
-      try {
-        await this.connection.bounded('PING (pub/sub)', client.ping());
-        return;
-      } catch (error) {
-        this.logger.warn(`The wake-up connection did not answer (${describeError(error)}): opening a new one`);
-        client.disconnect();
-        if (this.client === client) this.client = undefined;
+    // One check at a time: a PING may take up to the command timeout, longer than the check period.
+    if (this.stopped || this.checking) return;
+    this.checking = true;
+    try {
+      const client = this.client;
+      if (client) {
+        try {
+          await this.connection.bounded('PING (pub/sub)', client.ping());
+          return;
+        } catch (error) {
+          this.logger.warn(`The wake-up connection did not answer (${describeError(error)}): opening a new one`);
+          client.disconnect();
+          if (this.client === client) this.client = undefined;
+        }
       }
+      await this.reopen();
+    } finally {
+      this.checking = false;
     }
-    await this.reopen();
   }
 
   /** Opens a subscriber; failing that, the consumers' safety re-check covers wake-ups until the next check. */
   private async reopen(): Promise<void> {
-    this.replacing = true;
     try {
       await this.open();
     } catch (error) {
       this.logger.warn(`Could not open the wake-up connection yet: ${describeError(error)}`);
       this.lookAgain();
-    } finally {
-      this.replacing = false;
     }
   }
 }

@@ -66,6 +66,8 @@ end
 if redis.call('EXISTS', KEYS[5]) == 1 then
   -- The same claim again: its reply was lost. Hand back what it took and still holds.
   local taken = redis.call('LRANGE', KEYS[5], 0, -1)
+  -- Its leases are renewed below: the record lives as long, in case this reply is lost too.
+  redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[2]))
   for i = 1, #taken, 2 do
     local member = taken[i]
     local envelope = redis.call('HGET', KEYS[2], member)
