@@ -35,6 +35,8 @@ export class RedisTopicConsumer {
   private readonly logger = new Logger(RedisTopicConsumer.name);
   /** Runs going on here → their member (key, or a closed batch's id), for acks, lease renewal and release at shutdown. */
   readonly running = new Map<Delivery, string>();
+  /** Runs whose handler is done but whose outcome is not recorded yet: their leases are still renewed meanwhile. */
+  private readonly settling = new Map<Delivery, string>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private claiming = false;
@@ -146,8 +148,13 @@ export class RedisTopicConsumer {
     let claimed = 0;
     try {
       for (let n = 2; n < reply.length; n += 3) {
-        this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
         claimed++;
+        try {
+          this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
+        } catch (error) {
+          // Data no version of this driver wrote: say so, and keep the topic going (its lease expires, then it ends dead).
+          this.logger.error(`Cannot run "${this.settings.topic}" / "${String(reply[n])}": ${describeError(error)}`);
+        }
       }
     } finally {
       this.inFlight.leave();
@@ -195,6 +202,16 @@ export class RedisTopicConsumer {
     return Array.from(this.running, ([delivery, member]) => [member, delivery.token]).flat();
   }
 
+  /** Whether any lease of this topic is held here: runs going on, or finished runs whose outcome is being recorded. */
+  get holdsLeases(): boolean {
+    return this.running.size > 0 || this.settling.size > 0;
+  }
+
+  /** The pairs whose leases are renewed: runs going on, and runs whose outcome is not recorded yet (an outage must not let their lease expire and re-run finished work). */
+  leasePairs(): string[] {
+    return [...this.memberTokenPairs(), ...Array.from(this.settling, ([delivery, member]) => [member, delivery.token]).flat()];
+  }
+
   private run(member: string, text: string, items: string, now: number): void {
     const envelope = parseEnvelope(text);
     const batch = isBatchEnvelope(envelope);
@@ -215,8 +232,9 @@ export class RedisTopicConsumer {
       .then((outcome) => {
         // The handler slot frees as soon as the handler is done; its ack travels with others.
         this.running.delete(delivery);
+        this.settling.set(delivery, member);
         if (!this.stopped && this.backlog) this.queueClaim();
-        return this.settle(delivery, member, outcome);
+        return this.settle(delivery, member, outcome).finally(() => this.settling.delete(delivery));
       })
       .finally(() => this.inFlight.leave());
   }

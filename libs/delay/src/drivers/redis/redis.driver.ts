@@ -325,9 +325,9 @@ export class RedisDriver implements DelayDriver {
 
   private async renewEachTopic(): Promise<void> {
     for (const [topic, topicConsumer] of this.consumers) {
-      if (topicConsumer.running.size === 0) continue;
+      if (!topicConsumer.holdsLeases) continue;
       const keys = this.keys(topic);
-      const pairs = topicConsumer.memberTokenPairs();
+      const pairs = topicConsumer.leasePairs();
       await this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...pairs]).catch((error: unknown) => {
         this.logger.warn(`Could not renew leases: ${describeError(error)}`);
       });
