@@ -1,6 +1,6 @@
-import { CommandFault, FaultProxy } from '../support/fault-proxy';
-import { TestRedisServer } from '../support/redis-server';
+import { CommandFault } from '../support/fault-proxy';
 import { COMMAND_TIMEOUT_MS, describeTally, eventually, FAULT, faultApps, report } from './support/fault-app';
+import { proxiedRedis } from './support/proxied-redis';
 import { FaultLedger } from './support/fault-ledger';
 import { faultRandom } from './support/fault-seed';
 import { driverScript } from './support/driver-scripts';
@@ -15,23 +15,8 @@ import { onOccurrences, scheduleLoad } from './support/workload';
  * handlers at once, so an outcome call that never settles stalls it.
  */
 describe('faults: a connection reset during a call', () => {
-  let redis: TestRedisServer;
-  let proxy: FaultProxy;
   const apps = faultApps();
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-  });
-  afterAll(async () => {
-    await redis.dispose();
-  });
-  beforeEach(async () => {
-    proxy = await FaultProxy.start(redis.port);
-  });
-  afterEach(async () => {
-    await apps.closeAll();
-    await proxy.close();
-  });
+  const rig = proxiedRedis('test', () => apps.closeAll());
 
   const cases: Array<{ call: string; scripts: string[]; seed: number }> = [
     { call: 'claim', scripts: ['claim'], seed: 801 },
@@ -41,12 +26,12 @@ describe('faults: a connection reset during a call', () => {
 
   it.each(cases)('a reset during $call: nothing lost, nothing early, no call hangs (seed $seed)', async ({ scripts, seed }) => {
     const random = faultRandom(seed);
-    const fa = await apps.boot({ type: 'redis', url: proxy.url });
+    const fa = await apps.boot({ type: 'redis', url: rig.proxy.url });
     const ledger: FaultLedger = fa.handlers.ledger;
     const faultTimes: number[] = [];
     // Six faults among the first thirty calls of that script, each at a seeded place.
     const occurrences = [random.int(0, 3), random.int(4, 8), random.int(9, 13), random.int(14, 18), random.int(19, 24), random.int(25, 30)];
-    const done = proxy.onCommand(
+    const done = rig.proxy.onCommand(
       onOccurrences(driverScript(...scripts), occurrences),
       (): CommandFault => {
         faultTimes.push(Date.now());

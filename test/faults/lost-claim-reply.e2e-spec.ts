@@ -1,6 +1,5 @@
-import { FaultProxy } from '../support/fault-proxy';
-import { TestRedisServer } from '../support/redis-server';
 import { describeTally, eventually, FAULT, faultApps, report } from './support/fault-app';
+import { proxiedRedis } from './support/proxied-redis';
 import { driverScript } from './support/driver-scripts';
 
 /**
@@ -10,32 +9,21 @@ import { driverScript } from './support/driver-scripts';
  * be dead-lettered without its handler having run.
  */
 describe('faults: a lost claim reply', () => {
-  let redis: TestRedisServer;
-  let proxy: FaultProxy;
   const apps = faultApps();
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    proxy = await FaultProxy.start(redis.port);
-  });
-  afterAll(async () => {
-    await apps.closeAll();
-    await proxy.close();
-    await redis.dispose();
-  });
+  const rig = proxiedRedis('file', () => apps.closeAll());
 
   it('with attempts: 1, every claimed action still runs once, within seconds, as attempt 1, and none is dead-lettered', async () => {
     const prefix = `lost-claim-${process.pid}`;
     // A lease far longer than the wait below: recovery must not come from the lease expiring.
     const lease = '20s';
-    const producer = await apps.boot({ type: 'redis', url: redis.url, prefix, lease }, { consume: false });
+    const producer = await apps.boot({ type: 'redis', url: rig.redis.url, prefix, lease }, { consume: false });
     const keys = Array.from({ length: 30 }, (_, n) => `c${n}`);
     for (const key of keys) producer.handlers.ledger.armed(FAULT.once, key, (await producer.delay.schedule(FAULT.once, key, { delay: 1 })).dueAt);
 
     // The worker's first claim of this topic runs in Redis, and its reply is lost.
     const claimsOfTopic = driverScript('claim');
-    const lost = proxy.dropReplies((words) => claimsOfTopic(words) && words.some((word) => word.includes(`{${FAULT.once}}`)), 1);
-    const worker = await apps.boot({ type: 'redis', url: proxy.url, prefix, lease });
+    const lost = rig.proxy.dropReplies((words) => claimsOfTopic(words) && words.some((word) => word.includes(`{${FAULT.once}}`)), 1);
+    const worker = await apps.boot({ type: 'redis', url: rig.proxy.url, prefix, lease });
     const ledger = producer.handlers.ledger;
     worker.handlers.ledger = ledger;
 

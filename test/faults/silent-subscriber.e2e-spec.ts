@@ -1,6 +1,6 @@
 import { FaultProxy } from '../support/fault-proxy';
-import { TestRedisServer } from '../support/redis-server';
 import { describeTally, eventually, FAULT, faultApps, sleep, report } from './support/fault-app';
+import { proxiedRedis } from './support/proxied-redis';
 import { faultRandom } from './support/fault-seed';
 
 /**
@@ -10,23 +10,8 @@ import { faultRandom } from './support/fault-seed';
  * time (the wakeCheck period, 1 s here, plus slack), not never.
  */
 describe('faults: a silently dead subscriber connection on an idle worker', () => {
-  let redis: TestRedisServer;
-  let proxy: FaultProxy;
   const apps = faultApps();
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-  });
-  afterAll(async () => {
-    await redis.dispose();
-  });
-  beforeEach(async () => {
-    proxy = await FaultProxy.start(redis.port);
-  });
-  afterEach(async () => {
-    await apps.closeAll();
-    await proxy.close();
-  });
+  const rig = proxiedRedis('test', () => apps.closeAll());
 
   const cases = [
     { fault: 'black-holed both ways', seed: 821, cut: (p: FaultProxy) => p.blackhole('subscribers') },
@@ -36,13 +21,13 @@ describe('faults: a silently dead subscriber connection on an idle worker', () =
   it.each(cases)('subscriber $fault: actions scheduled elsewhere still run within seconds (seed $seed)', async ({ seed, cut }) => {
     const random = faultRandom(seed);
     const prefix = `silent-${process.pid}-${seed}`;
-    const worker = await apps.boot({ type: 'redis', url: proxy.url, prefix });
-    const subscribed = await eventually(() => proxy.subscribers > 0, 3_000);
-    cut(proxy);
+    const worker = await apps.boot({ type: 'redis', url: rig.proxy.url, prefix });
+    const subscribed = await eventually(() => rig.proxy.subscribers > 0, 3_000);
+    cut(rig.proxy);
     await sleep(200);
 
-    // Another client (its own connection, not through the proxy) schedules work while the worker idles.
-    const producer = await apps.boot({ type: 'redis', url: redis.url, prefix }, { consume: false });
+    // Another client (its own connection, not through the rig.proxy) schedules work while the worker idles.
+    const producer = await apps.boot({ type: 'redis', url: rig.redis.url, prefix }, { consume: false });
     const ledger = worker.handlers.ledger;
     let lastDue = 0;
     for (let n = 0; n < 15; n++) {

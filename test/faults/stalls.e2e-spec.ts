@@ -1,7 +1,6 @@
 import { DelayService, DriverUnavailableError } from 'nestjs-delay';
-import { FaultProxy } from '../support/fault-proxy';
-import { TestRedisServer } from '../support/redis-server';
 import { COMMAND_TIMEOUT_MS, eventually, FAULT, faultApps, sleep, report } from './support/fault-app';
+import { proxiedRedis } from './support/proxied-redis';
 
 /** What a loaded machine may add to the configured bound before a call counts as late. */
 const SLACK_MS = 1_500;
@@ -64,38 +63,26 @@ async function callEverything(delay: DelayService): Promise<Settled[]> {
  * with DriverUnavailableError; once the fault ends, the app works again.
  */
 describe('faults: Redis stops answering', () => {
-  let redis: TestRedisServer;
-  let proxy: FaultProxy;
   const apps = faultApps();
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    proxy = await FaultProxy.start(redis.port);
-  });
-  afterAll(async () => {
-    await apps.closeAll();
-    await proxy.close();
-    redis.resume();
-    await redis.dispose();
-  });
+  const rig = proxiedRedis('file', () => apps.closeAll());
 
   // With the connection open and silent, a call can only end by its timeout, and its error says so.
   const stalls: Array<{ fault: string; timesOut: boolean; begin: () => void; end: () => void }> = [
-    { fault: 'SIGSTOP of redis-server', timesOut: true, begin: () => redis.pause(), end: () => redis.resume() },
-    { fault: 'a network partition (nothing passes, nothing answers)', timesOut: true, begin: () => proxy.blackhole(), end: () => proxy.heal() },
+    { fault: 'SIGSTOP of redis-server', timesOut: true, begin: () => rig.redis.pause(), end: () => rig.redis.resume() },
+    { fault: 'a network partition (nothing passes, nothing answers)', timesOut: true, begin: () => rig.proxy.blackhole(), end: () => rig.proxy.heal() },
     {
       fault: 'a partition, then a reset during it',
       timesOut: false,
       begin: () => {
-        proxy.blackhole();
-        setTimeout(() => proxy.reset(), 300).unref();
+        rig.proxy.blackhole();
+        setTimeout(() => rig.proxy.reset(), 300).unref();
       },
-      end: () => proxy.heal(),
+      end: () => rig.proxy.heal(),
     },
   ];
 
   it.each(stalls)('$fault: every call settles within commandTimeout, and the app works again after', async ({ timesOut, begin, end }) => {
-    const fa = await apps.boot({ type: 'redis', url: proxy.url });
+    const fa = await apps.boot({ type: 'redis', url: rig.proxy.url });
     await fa.delay.schedule(FAULT.basic, 'kept', { delay: 60_000 });
     const began = Date.now();
     begin();

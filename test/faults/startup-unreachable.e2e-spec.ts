@@ -1,9 +1,8 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DelayModule, DriverUnavailableError } from 'nestjs-delay';
-import { FaultProxy } from '../support/fault-proxy';
-import { TestRedisServer } from '../support/redis-server';
 import { FaultDriverConfig, FAST, sleep, within, report } from './support/fault-app';
+import { proxiedRedis } from './support/proxied-redis';
 
 /**
  * Redis is unreachable when the app starts: the boot rejects with
@@ -12,21 +11,11 @@ import { FaultDriverConfig, FAST, sleep, within, report } from './support/fault-
  * front of Redis refuses every connection and counts the attempts.
  */
 describe('faults: Redis unreachable at startup', () => {
-  let redis: TestRedisServer;
-  let proxy: FaultProxy;
-
-  beforeAll(async () => {
-    redis = await TestRedisServer.start();
-    proxy = await FaultProxy.start(redis.port);
-  });
-  afterAll(async () => {
-    await proxy.close();
-    await redis.dispose();
-  });
+  const rig = proxiedRedis('file');
 
   it('createApplicationContext rejects with DriverUnavailableError, and no client is left trying to connect', async () => {
-    proxy.refuse();
-    const driver: FaultDriverConfig = { type: 'redis', url: proxy.url, prefix: 'unreachable', ...FAST };
+    rig.proxy.refuse();
+    const driver: FaultDriverConfig = { type: 'redis', url: rig.proxy.url, prefix: 'unreachable', ...FAST };
 
     @Module({ imports: [DelayModule.forRoot({ driver })] })
     class AppModule {}
@@ -37,16 +26,16 @@ describe('faults: Redis unreachable at startup', () => {
       (error: unknown) => error,
     );
     const ms = Math.round(performance.now() - started);
-    const attemptsAtFailure = proxy.accepted;
+    const attemptsAtFailure = rig.proxy.accepted;
     // A client left open reconnects within a couple of seconds (ioredis backs off up to 2 s).
     await sleep(2_500);
-    const attemptsAfter = proxy.accepted - attemptsAtFailure;
+    const attemptsAfter = rig.proxy.accepted - attemptsAtFailure;
     expect({
       unavailable: outcome instanceof DriverUnavailableError,
       code: (outcome as { code?: unknown }).code,
       triedToConnect: attemptsAtFailure > 0,
       connectionAttemptsAfterTheFailure: attemptsAfter,
-      open: proxy.open,
+      open: rig.proxy.open,
     }).toEqual({ unavailable: true, code: 'ERR_DELAY_DRIVER_UNAVAILABLE', triedToConnect: true, connectionAttemptsAfterTheFailure: 0, open: 0 });
     report(`startup with Redis unreachable: rejected after ${ms} ms, ${attemptsAtFailure} connection attempt(s)`);
   }, 30_000);
