@@ -3,6 +3,7 @@ import { DelayContext, DelayDriverConfig, DelayEvent, DelayModuleOptions, DelayS
 import { Subscription } from 'rxjs';
 import { bootDelayApp } from '../../conformance/support/driver-fixture';
 import { FaultLedger, FaultRun } from './fault-ledger';
+import { settleWithin } from '../../../libs/delay/src/utils/settle-within';
 
 /** The topics of the fault tests. */
 export const FAULT = {
@@ -93,16 +94,8 @@ export class FaultHandlers {
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 /** Rejects with a clear message when `promise` has not settled within `ms`: a hang becomes a failure. */
-export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms (a hang)`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return settleWithin(promise, ms, () => new Error(`${what} did not settle within ${ms} ms (a hang)`));
 }
 
 /** Polls until `condition` holds; false (not a throw) when `ms` ran out, so the test can report its counts. */

@@ -33,7 +33,7 @@ export class RedisEpochWatch {
       }
       this.epoch = current;
     } catch (error) {
-      this.logger.debug?.(`Epoch check skipped: ${describeError(error)}`);
+      this.logger.debug(`Epoch check skipped: ${describeError(error)}`);
     }
   }
 }
