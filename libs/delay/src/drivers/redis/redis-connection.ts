@@ -94,9 +94,17 @@ export class RedisConnection {
     }
   }
 
-  /** A second connection for pub/sub, configured like the first, connected within the command timeout. */
-  async duplicate(): Promise<RedisClient> {
-    const subscriber = (this.client as Redis).duplicate() as RedisClient;
+  /**
+   * A second connection, configured like the first, connected within the
+   * command timeout. For pub/sub, ioredis's own re-subscribe after a
+   * reconnect is turned off: it leaves its SUBSCRIBE's rejection unhandled
+   * when the connection drops again at once; the wake subscriber
+   * re-subscribes itself, bounded (a Cluster subscribes on its own socket).
+   */
+  async duplicate(forPubSub = false): Promise<RedisClient> {
+    const subscriber = (
+      forPubSub && !this.client.isCluster ? (this.client as Redis).duplicate({ autoResubscribe: false }) : (this.client as Redis).duplicate()
+    ) as RedisClient;
     subscriber.on('error', () => undefined);
     if (subscriber.status === 'wait') {
       try {

@@ -41,7 +41,7 @@ export class RedisWakeSubscriber {
   }
 
   private async open(): Promise<void> {
-    const client = await this.connection.duplicate();
+    const client = await this.connection.duplicate(true);
     if (this.stopped) {
       client.disconnect();
       return;
