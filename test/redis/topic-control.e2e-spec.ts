@@ -80,15 +80,15 @@ describe('Redis topic control', () => {
     const tc = await control('tc-run');
 
     const before = Date.now();
-    expect(await tc.runNow(CONSUMED, 'n1')).toBe(true);
+    expect(await tc.runNow(topicKeys('tc-run', CONSUMED), 'n1')).toBe(true);
     await pollUntil(() => runner.runs.length === 1, 'the run-now action to run', 3_000);
     expect(runner.runs[0].key).toBe('n1');
     expect(runner.runs[0].attempt).toBe(1);
     // Due at the moment of runNow, by Redis's clock (the same machine's here), not in an hour.
     expect(runner.runs[0].dueAt).toBeGreaterThanOrEqual(before - 1_000);
     expect(runner.runs[0].dueAt).toBeLessThan(before + 60_000);
-    expect(await tc.runNow(CONSUMED, 'n1')).toBe(false);
-    expect(await tc.runNow(CONSUMED, 'nobody')).toBe(false);
+    expect(await tc.runNow(topicKeys('tc-run', CONSUMED), 'n1')).toBe(false);
+    expect(await tc.runNow(topicKeys('tc-run', CONSUMED), 'nobody')).toBe(false);
   });
 
   it('runNow on an open batch makes it due; payload and items are kept', async () => {
@@ -97,7 +97,7 @@ describe('Redis topic control', () => {
     await producer.collect('control.batch', 'b', { n: 2 }, { window: '1h' });
     const tc = await control('tc-batch');
     const before = Date.now();
-    expect(await tc.runNow('control.batch', 'b')).toBe(true);
+    expect(await tc.runNow(topicKeys('tc-batch', 'control.batch'), 'b')).toBe(true);
     const pending = await producer.get('control.batch', 'b');
     expect(pending?.items).toEqual([{ n: 1 }, { n: 2 }]);
     expect(pending?.dueAt.getTime()).toBeLessThan(before + 60_000);

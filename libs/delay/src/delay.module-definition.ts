@@ -7,6 +7,7 @@ import { DelayDriverConfig, DelayModuleOptions } from './interfaces/delay-module
 import { DelayClock } from './time/clock';
 import { Duration, parseDuration } from './time/duration';
 import { DEFAULT_HORIZON_MS } from './validation/due-time';
+import { validateTopic } from './validation/action-input';
 
 export const {
   ConfigurableModuleClass: ConfigurableDelayModule,
@@ -167,6 +168,17 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
     if (driver.wakeCheck !== undefined && duration(driver.wakeCheck, undefined, 'driver.wakeCheck', problems) < 100) {
       problems.push('driver.wakeCheck must be at least 100ms');
     }
+    if (driver.shards !== undefined) shardCount(driver.shards, 'driver.shards', problems);
+    if (driver.topicShards !== undefined) {
+      const perTopic: unknown = driver.topicShards;
+      if (typeof perTopic !== 'object' || perTopic === null || Array.isArray(perTopic)) problems.push('driver.topicShards must be an object of topic → shard count');
+      else {
+        for (const [topic, count] of Object.entries(driver.topicShards)) {
+          if (!isValidTopic(topic)) problems.push(`driver.topicShards: ${JSON.stringify(topic)} is not a valid topic name`);
+          shardCount(count, `driver.topicShards[${JSON.stringify(topic)}]`, problems);
+        }
+      }
+    }
     if (driver.waitForReplicas !== undefined) {
       const wait: unknown = driver.waitForReplicas;
       if (typeof wait !== 'object' || wait === null) problems.push('driver.waitForReplicas must be { replicas, timeout? }');
@@ -186,6 +198,24 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
 
 export function isDriverInstance(driver: unknown): driver is DelayDriver {
   return typeof driver === 'object' && driver !== null && typeof (driver as DelayDriver).schedule === 'function' && typeof (driver as DelayDriver).start === 'function';
+}
+
+function isValidTopic(topic: string): boolean {
+  try {
+    validateTopic(topic);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** More shards than this spend a claim call per shard per wake check for no gain: a cluster has far fewer cores. */
+export const MAX_SHARDS = 256;
+
+function shardCount(value: unknown, name: string, problems: string[]): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_SHARDS) {
+    problems.push(`${name} must be a whole number from 1 to ${MAX_SHARDS}, got ${String(value)}`);
+  }
 }
 
 function positiveInteger(value: unknown, fallback: number, name: string, problems: string[]): number {

@@ -44,7 +44,7 @@ export async function bootDelayApp(options: DelayModuleOptions, providers: Provi
  * lets work proceed while handlers are being held on gates.
  */
 export abstract class DriverFixture {
-  abstract readonly name: 'wheel' | 'redis' | 'redis-cluster';
+  abstract readonly name: 'wheel' | 'redis' | 'redis-cluster' | 'redis, 8 shards' | 'redis-cluster, 8 shards';
   /** How late, in the driver's ms, a due action may fire in these tests. */
   abstract readonly latenessMs: number;
   /** How long before a due time a "not fired yet" check is safe. */
@@ -177,13 +177,21 @@ export class WheelFixture extends DriverFixture {
   }
 }
 
-/** The Redis driver on the file's own redis-server, a fresh key prefix per test, in real time. */
+/**
+ * The Redis driver on the file's own redis-server, a fresh key prefix per
+ * test, in real time; with `shards`, every topic is spread over that many.
+ */
 export class RedisFixture extends DriverFixture {
-  readonly name: 'redis' | 'redis-cluster' = 'redis';
+  readonly name: 'redis' | 'redis-cluster' | 'redis, 8 shards' | 'redis-cluster, 8 shards';
   readonly latenessMs = 250;
   readonly marginMs = 30;
   private server: TestRedisServer | undefined;
   private prefixes = 0;
+
+  constructor(protected readonly shards = 1) {
+    super();
+    this.name = shards === 1 ? 'redis' : 'redis, 8 shards';
+  }
 
   override async start(): Promise<void> {
     this.server = await TestRedisServer.start();
@@ -197,7 +205,7 @@ export class RedisFixture extends DriverFixture {
   protected moduleOptions(): DelayModuleOptions {
     if (!this.server) throw new Error('RedisFixture.start() was not called');
     this.prefixes++;
-    return { driver: { type: 'redis', url: this.server.url, prefix: `conf-${process.pid}-${this.prefixes}` } };
+    return { driver: { type: 'redis', url: this.server.url, prefix: `conf-${process.pid}-${this.prefixes}`, shards: this.shards } };
   }
 
   now(): number {
@@ -229,7 +237,7 @@ export class RedisFixture extends DriverFixture {
  * closes it after each app.
  */
 export class RedisClusterFixture extends RedisFixture {
-  override readonly name = 'redis-cluster';
+  override readonly name = this.shards === 1 ? 'redis-cluster' : 'redis-cluster, 8 shards';
   private cluster: TestRedisCluster | undefined;
   private clients: Cluster[] = [];
   private clusterPrefixes = 0;
@@ -253,11 +261,15 @@ export class RedisClusterFixture extends RedisFixture {
     this.clusterPrefixes++;
     const client = this.cluster.client();
     this.clients.push(client);
-    return { driver: { type: 'redis', client, prefix: `conf-${process.pid}-${this.clusterPrefixes}` } };
+    return { driver: { type: 'redis', client, prefix: `conf-${process.pid}-${this.clusterPrefixes}`, shards: this.shards } };
   }
 }
 
-/** The drivers every conformance case runs against. */
+/**
+ * The drivers every conformance case runs against: the wheel, Redis on one
+ * server and on a Cluster, each also with every topic spread over 8 shards
+ * (the hash of the keys the cases use puts them in different shards).
+ */
 export function conformanceDrivers(): DriverFixture[] {
-  return [new WheelFixture(), new RedisFixture(), new RedisClusterFixture()];
+  return [new WheelFixture(), new RedisFixture(), new RedisClusterFixture(), new RedisFixture(8), new RedisClusterFixture(8)];
 }

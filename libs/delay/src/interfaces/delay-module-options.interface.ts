@@ -55,6 +55,17 @@ export interface RedisDriverConfig {
    * come back empty. Default '10s'.
    */
   readonly wakeCheck?: Duration;
+  /**
+   * How many shards each topic's actions are spread over. Each shard has its
+   * own hash tag, so on a Redis Cluster a topic's load spreads over the
+   * masters instead of one core; on a single Redis, shards only spread keys.
+   * A key always lands in the same shard. Default 1 (one hash tag per topic,
+   * as before shards existed). Changing it while actions are pending loses
+   * nothing: see the README, "Sharding a hot topic".
+   */
+  readonly shards?: number;
+  /** Per-topic shard counts that override `shards`, e.g. `{ 'order.unpaid': 8 }`. */
+  readonly topicShards?: Readonly<Record<string, number>>;
 }
 
 /** `driver` is one of the built-in drivers by config, or any DelayDriver instance. */

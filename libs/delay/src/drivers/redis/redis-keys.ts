@@ -1,6 +1,9 @@
 /**
- * The keys of one topic. They share the hash tag `{prefix:topic}`, so every
- * script touches a single Redis Cluster slot.
+ * The keys of one shard of a topic. They share one hash tag, so every script
+ * touches a single Redis Cluster slot: `{topic}` for a topic kept in one
+ * shard (the layout every topic had before shards existed), `{topic#3/8}`
+ * for shard 3 of a topic spread over 8. A topic name cannot contain `#`
+ * (see validateTopic), so a tag always reads back to its topic.
  */
 export interface TopicKeys {
   /** ZSET of waiting actions, scored by due time. */
@@ -25,8 +28,8 @@ export interface TopicKeys {
   readonly paused: string;
 }
 
-export function topicKeys(prefix: string, topic: string): TopicKeys {
-  const base = `${prefix}:{${topic}}`;
+export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1): TopicKeys {
+  const base = `${prefix}:{${shardTag(topic, shard, shards)}}`;
   return {
     due: `${base}:due`,
     env: `${base}:env`,
@@ -39,4 +42,24 @@ export function topicKeys(prefix: string, topic: string): TopicKeys {
     claimPrefix: `${base}:claim:`,
     paused: `${base}:paused`,
   };
+}
+
+/** The hash tag of a shard, without the braces. */
+export function shardTag(topic: string, shard: number, shards: number): string {
+  return shards === 1 ? topic : `${topic}#${shard}/${shards}`;
+}
+
+/** The topic a hash tag belongs to. */
+export function topicOfTag(tag: string): string {
+  const mark = tag.indexOf('#');
+  return mark < 0 ? tag : tag.slice(0, mark);
+}
+
+/**
+ * The registry of a topic's shard counts in use (HASH count → when an
+ * instance using it last said so). It shares the hash tag of the one-shard
+ * layout, whose emptiness the registry script also reads.
+ */
+export function layoutRegistryKey(prefix: string, topic: string): string {
+  return `${prefix}:{${topic}}:layouts`;
 }

@@ -8,6 +8,7 @@ import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { isBatchEnvelope, keyOfMember, parseEnvelope, parseItems } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
+import { ClaimBudget } from './redis-claim-budget';
 
 /** How long to wait before trying Redis again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
@@ -16,8 +17,10 @@ function retryDelay(failures: number): number {
 
 export interface TopicConsumerSettings {
   readonly topic: string;
+  /** The keys of the shard this consumer claims from. */
   readonly keys: TopicKeys;
-  readonly concurrency: number;
+  /** The topic's handler slots in this process, shared by the consumers of its shards. */
+  readonly budget: ClaimBudget;
   readonly claimBatch: number;
   readonly leaseMs: number;
   /** Look at least this often even if no wake-up came: a pub/sub message can be lost with its connection. */
@@ -25,9 +28,10 @@ export interface TopicConsumerSettings {
 }
 
 /**
- * Consumes one topic in this process. It sleeps until the topic's next due
- * time (as the claim script reports it, in Redis time) and is woken earlier
- * by the topic's wake channel. A wake that arrives while a claim is in
+ * Consumes one shard of a topic in this process (a topic kept in one shard
+ * has one consumer). It sleeps until the shard's next due time (as the
+ * claim script reports it, in Redis time) and is woken earlier by the
+ * shard's wake channel. A wake that arrives while a claim is in
  * flight is remembered and applied when the claim returns, so no wake-up is
  * lost between reading the next due time and arming the timer.
  */
@@ -87,8 +91,23 @@ export class RedisTopicConsumer {
 
   stop(): void {
     this.stopped = true;
+    this.settings.budget.leave(this.wakeForRoom);
     this.disarm();
   }
+
+  /** The keys of the shard it claims from (lease renewal and release at shutdown use them). */
+  get keys(): TopicKeys {
+    return this.settings.keys;
+  }
+
+  get topic(): string {
+    return this.settings.topic;
+  }
+
+  /** A handler slot of the topic freed while this shard had more due work than it could take. */
+  private readonly wakeForRoom = (): void => {
+    if (!this.stopped) this.queueClaim();
+  };
 
   private armAt(at: number): void {
     if (at >= this.timerAt) return;
@@ -115,8 +134,9 @@ export class RedisTopicConsumer {
       this.claimAgain = true;
       return;
     }
-    const capacity = this.settings.concurrency - this.running.size;
-    const limit = Math.min(capacity, this.settings.claimBatch);
+    this.settings.budget.leave(this.wakeForRoom);
+    // Slots are taken before the claim and what it does not fill is given back: shards claiming at once never overcommit.
+    const limit = this.settings.budget.take(this.settings.claimBatch);
     this.claiming = true;
     this.claimAgain = false;
     this.wakeDuringClaim = Infinity;
@@ -137,6 +157,7 @@ export class RedisTopicConsumer {
     } catch (error) {
       // Redis refused the script itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
+      this.settings.budget.give(limit);
       this.claiming = false;
       this.inFlight.leave();
       this.retryLater(error);
@@ -154,27 +175,26 @@ export class RedisTopicConsumer {
         } catch (error) {
           // Data no version of this driver wrote: say so, and keep the topic going (its lease expires, then it ends dead).
           this.logger.error(`Cannot run "${this.settings.topic}" / "${String(reply[n])}": ${describeError(error)}`);
+          this.settings.budget.give(1);
         }
       }
     } finally {
       this.inFlight.leave();
+      this.settings.budget.give(limit - claimed);
     }
     if (this.stopped) return;
 
     const next = Number(reply[1]);
     const nextAt = Math.min(next < 0 ? Infinity : next, this.wakeDuringClaim);
     this.backlog = (limit > 0 && claimed === limit) || (limit <= 0 && nextAt <= now);
-    if (this.claimAgain || (this.backlog && this.hasRoom())) {
+    if (this.claimAgain || (this.backlog && this.settings.budget.hasRoom)) {
       this.queueClaim();
-    } else if (!this.backlog) {
+    } else if (this.backlog) {
+      this.settings.budget.waitForRoom(this.wakeForRoom);
+    } else {
       // Never sleep longer than the safety re-check, in case a wake-up is lost.
       this.armAt(Math.min(nextAt, now + this.settings.wakeCheckMs));
     }
-  }
-
-  /** A free handler slot. Completions in one event-loop turn share one claim (see queueClaim). */
-  private hasRoom(): boolean {
-    return this.running.size < this.settings.concurrency;
   }
 
   /** One claim for every slot freed in this turn of the event loop, not one per slot. */
@@ -233,7 +253,8 @@ export class RedisTopicConsumer {
         // The handler slot frees as soon as the handler is done; its ack travels with others.
         this.running.delete(delivery);
         this.settling.set(delivery, member);
-        if (!this.stopped && this.backlog) this.queueClaim();
+        // Completions in one turn of the event loop share one claim (queueClaim), whichever shard gets the slot.
+        this.settings.budget.give(1);
         return this.settle(delivery, member, outcome).finally(() => this.settling.delete(delivery));
       })
       .finally(() => this.inFlight.leave());

@@ -1,13 +1,13 @@
 import { DriverHealth, TopicHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
 import { RedisClient, RedisConnection } from './redis-connection';
-import { TopicKeys, topicKeys } from './redis-keys';
+import { TopicKeys, topicKeys, topicOfTag } from './redis-keys';
 import { settleWithin } from '../../utils/settle-within';
 
 /** What the health snapshot needs to know of a topic consumed in this process. */
 export interface ConsumerState {
   readonly topic: string;
-  /** Its consumer runs, and its last claim reached Redis. */
+  /** Its consumers (one per shard) run, and their last claims reached Redis. */
   readonly alive: boolean;
 }
 
@@ -15,45 +15,54 @@ export interface ConsumerState {
 const DEFAULT_HEALTH_TIMEOUT_MS = 2_000;
 /** Keys per SCAN step: large enough to cross a big keyspace in few round trips, small enough not to stall Redis. */
 const SCAN_COUNT = 1_000;
-/** The key suffixes that mean a topic has something to show. */
+/** The key suffixes that mean a topic (or one of its shards: the tag then ends in `#shard/count`) has something to show. */
 const TOPIC_KEY = /^\{([^{}]+)\}:(env|dead-index|paused)$/;
 
 /**
  * The operations of the Redis driver that act on a topic as a whole, for
- * every instance sharing the prefix: pause and resume (a `paused` key the
- * claim script checks, and a wake on resume), run-now, the topic listing
- * (SCAN on every master) and the health snapshot.
+ * every instance sharing the prefix: pause and resume (a `paused` key in
+ * each shard that the claim script checks, and a wake on resume), run-now,
+ * the topic listing (SCAN on every master) and the health snapshot.
  */
 export class RedisTopicControl {
   constructor(
     private readonly connection: RedisConnection,
     private readonly prefix: string,
-    private readonly keysOf: (topic: string) => TopicKeys = (topic) => topicKeys(prefix, topic),
+    /** Every shard of every layout of the topic that is known (one for a topic kept in one shard). */
+    private readonly shardsOf: (topic: string) => Promise<readonly TopicKeys[]> = (topic) => Promise.resolve([topicKeys(prefix, topic)]),
   ) {}
 
+  /** Pauses every shard; true if the topic was not paused before (its first shard was not). */
   async pause(topic: string): Promise<boolean> {
-    return (await this.connection.write<number>('pause', [this.keysOf(topic).paused], [])) === 1;
+    const shards = await this.shardsOf(topic);
+    const replies = await Promise.all(shards.map((keys) => this.connection.write<number>('pause', [keys.paused], [])));
+    return replies[0] === 1;
   }
 
   async resume(topic: string): Promise<boolean> {
-    return (await this.connection.write<number>('resume', [this.keysOf(topic).paused], [this.keysOf(topic).wake])) === 1;
+    const shards = await this.shardsOf(topic);
+    const replies = await Promise.all(shards.map((keys) => this.connection.write<number>('resume', [keys.paused], [keys.wake])));
+    return replies[0] === 1;
   }
 
   async isPaused(topic: string): Promise<boolean> {
-    return (await this.connection.call('EXISTS', (client) => client.exists(this.keysOf(topic).paused))) === 1;
+    const [first] = await this.shardsOf(topic);
+    return (await this.connection.call('EXISTS', (client) => client.exists(first.paused))) === 1;
   }
 
-  async runNow(topic: string, key: string): Promise<boolean> {
-    const keys = this.keysOf(topic);
+  /** Makes a waiting action due now in the shard that holds it. */
+  async runNow(keys: TopicKeys, key: string): Promise<boolean> {
     return (await this.connection.write<number>('runNow', [keys.due, keys.env], [key, keys.wake])) === 1;
   }
 
-  /** Every topic under the prefix with pending or dead actions, or paused, whichever instance made them. */
+  /** Every topic under the prefix with pending or dead actions, or paused, whichever instance made them, summed over its shards. */
   async topics(): Promise<TopicSummary[]> {
-    const names = await this.topicNames();
+    const tags = await this.shardTags();
     const summaries = await Promise.all(
-      [...names].map(async (topic): Promise<TopicSummary | undefined> => {
-        const [pending, running, dead, paused] = await this.summary(topic);
+      [...tags].map(async ([topic, shards]): Promise<TopicSummary | undefined> => {
+        const parts = await Promise.all([...shards].map((tag) => this.summary(keysOfTag(this.prefix, tag))));
+        const [pending, running, dead] = [0, 1, 2].map((field) => parts.reduce((sum, part) => sum + Number(part[field]), 0));
+        const paused = parts.some((part) => part[3]);
         if (pending === 0 && dead === 0 && !paused) return undefined;
         return { topic, waiting: Math.max(0, pending - running), running, dead, paused };
       }),
@@ -78,8 +87,11 @@ export class RedisTopicControl {
     const topics = await Promise.all(
       states.map(async (state): Promise<TopicHealth> => {
         try {
-          const [, , , paused, now, earliest] = await settleWithin(this.summary(state.topic), timeoutMs, noAnswer(timeoutMs));
-          return { topic: state.topic, consuming: true, consumerAlive: state.alive, lagMs: earliest < 0 ? 0 : Math.max(0, now - earliest), paused };
+          const shards = await settleWithin(this.shardsOf(state.topic), timeoutMs, noAnswer(timeoutMs));
+          const parts = await settleWithin(Promise.all(shards.map((keys) => this.summary(keys))), timeoutMs, noAnswer(timeoutMs));
+          // The topic waits as long as its most behind shard.
+          const lagMs = Math.max(0, ...parts.map(([, , , , now, earliest]) => (earliest < 0 ? 0 : now - earliest)));
+          return { topic: state.topic, consuming: true, consumerAlive: state.alive, lagMs, paused: parts.some((part) => part[3]) };
         } catch {
           return { topic: state.topic, consuming: true, consumerAlive: false, lagMs: 0, paused: false };
         }
@@ -88,19 +100,18 @@ export class RedisTopicControl {
     return { up: true, roundTripMs, topics };
   }
 
-  /** [pending, running, dead, paused, now, earliest due or -1]. */
-  private async summary(topic: string): Promise<[number, number, number, boolean, number, number]> {
-    const keys = this.keysOf(topic);
-    const reply = await this.connection.run<number[]>('topicSummary', [keys.env, keys.active, keys.deadIndex, this.keysOf(topic).paused, keys.due], []);
+  /** [pending, running, dead, paused, now, earliest due or -1] of one shard. */
+  private async summary(keys: TopicKeys): Promise<[number, number, number, boolean, number, number]> {
+    const reply = await this.connection.run<number[]>('topicSummary', [keys.env, keys.active, keys.deadIndex, keys.paused, keys.due], []);
     return [Number(reply[0]), Number(reply[1]), Number(reply[2]), Number(reply[3]) === 1, Number(reply[4]), Number(reply[5])];
   }
 
-  /** Topic names from the keys under the prefix, on every master of a Cluster. */
-  private async topicNames(): Promise<Set<string>> {
+  /** Topic → the hash tags of its shards found under the prefix, on every master of a Cluster. */
+  private async shardTags(): Promise<Map<string, Set<string>>> {
     const client = this.connection.client;
     const nodes: RedisClient[] = client.isCluster ? (client as Extract<RedisClient, { nodes: unknown }>).nodes('master') : [client];
     const head = `${this.prefix}:`;
-    const names = new Set<string>();
+    const tags = new Map<string, Set<string>>();
     await Promise.all(
       nodes.map(async (node) => {
         let cursor = '0';
@@ -109,13 +120,23 @@ export class RedisTopicControl {
           cursor = next;
           for (const key of keys) {
             const match = TOPIC_KEY.exec(key.slice(head.length));
-            if (match) names.add(match[1]);
+            if (!match) continue;
+            const topic = topicOfTag(match[1]);
+            let shards = tags.get(topic);
+            if (!shards) tags.set(topic, (shards = new Set()));
+            shards.add(match[1]);
           }
         } while (cursor !== '0');
       }),
     );
-    return names;
+    return tags;
   }
+}
+
+/** The keys of a shard from its hash tag as found by SCAN. */
+function keysOfTag(prefix: string, tag: string): TopicKeys {
+  const shard = /^(.*)#(\d+)\/(\d+)$/.exec(tag);
+  return shard ? topicKeys(prefix, shard[1], Number(shard[2]), Number(shard[3])) : topicKeys(prefix, tag);
 }
 
 /** A Redis that stopped answering must not hang a health check. */

@@ -21,7 +21,7 @@ export class RedisWakeSubscriber {
   constructor(
     private readonly connection: RedisConnection,
     /** channel → what to do with the due time a message carries */
-    private readonly channels: ReadonlyMap<string, (dueAt: number) => void>,
+    private readonly channels: Map<string, (dueAt: number) => void>,
     private readonly lookAgain: () => void,
     private readonly checkEveryMs: number,
   ) {}
@@ -30,6 +30,22 @@ export class RedisWakeSubscriber {
     await this.reopen();
     this.checkTimer = setInterval(() => void this.check(), this.checkEveryMs);
     this.checkTimer.unref();
+  }
+
+  /** Adds a channel (a shard another instance started to use); messages missed before it is subscribed are covered by the wake check. */
+  listen(channel: string, onWake: (dueAt: number) => void): void {
+    this.channels.set(channel, onWake);
+    const client = this.client;
+    if (!client) return;
+    this.connection.bounded('SUBSCRIBE', client.subscribe(channel)).catch((error: unknown) => {
+      this.logger.warn(`Could not subscribe to ${channel}: ${describeError(error)}`);
+    });
+  }
+
+  /** Drops a channel no longer consumed. */
+  unlisten(channel: string): void {
+    if (!this.channels.delete(channel)) return;
+    this.client?.unsubscribe(channel).catch(() => undefined);
   }
 
   stop(): void {

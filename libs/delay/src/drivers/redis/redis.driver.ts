@@ -22,9 +22,13 @@ import { InFlightTracker } from '../in-flight-tracker';
 import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { RedisEpochWatch } from './redis-epoch-watch';
-import { parseDeadRecord, storableTrace, toStoredAction } from './redis-envelope';
-import { TopicKeys, topicKeys } from './redis-keys';
+import { keyOfMember, storableTrace, toStoredAction } from './redis-envelope';
+import { TopicKeys } from './redis-keys';
 import { RedisTopicConsumer } from './redis-topic-consumer';
+import { RedisActionQueries } from './redis-action-queries';
+import { ClaimBudget } from './redis-claim-budget';
+import { LayoutView, RedisTopicLayouts } from './redis-topic-layouts';
+import { TopicLayout } from './redis-topic-layout';
 import { RedisWakeSubscriber } from './redis-wake-subscriber';
 import { RedisTopicControl } from './redis-topic-control';
 import { DriverHealth } from '../../interfaces/delay-health.interface';
@@ -33,9 +37,10 @@ import { TopicSummary } from '../../interfaces/topic-summary.interface';
 type Reply = Array<string | number>;
 
 /**
- * The durable driver. Per topic: a due ZSET, an envelope HASH, an active
- * ZSET of leases and a dead set, all under one hash tag; every change is one
- * Lua script, and every time is the Redis server's.
+ * The durable driver. Per topic (per shard of a topic spread over several):
+ * a due ZSET, an envelope HASH, an active ZSET of leases and a dead set,
+ * all under one hash tag; every change is one Lua script on one shard, and
+ * every time is the Redis server's.
  *
  * Guarantees: survives process restarts (and Redis restarts with AOF);
  * at-least-once, and in normal operation exactly one instance runs each
@@ -50,12 +55,17 @@ export class RedisDriver implements DelayDriver {
   private readonly prefix: string;
   private readonly leaseMs: number;
   private readonly claimBatch: number;
-  private readonly keysByTopic = new Map<string, TopicKeys>();
+  /** Shard → its consumer in this process (by the shard's envelope key, unique per shard). */
   private readonly consumers = new Map<string, RedisTopicConsumer>();
+  /** Topics consumed here → their handler slots, shared by the consumers of their shards. */
+  private readonly budgets = new Map<string, ClaimBudget>();
+  private handlerSink: DelayConsumer | undefined;
   private readonly inFlight = new InFlightTracker();
   private readonly clockSkew = { value: 0 };
   private readonly wakeCheckMs: number;
   private readonly epochWatch: RedisEpochWatch;
+  private readonly layouts: RedisTopicLayouts;
+  private readonly queries: RedisActionQueries;
   private readonly control: RedisTopicControl;
   private readonly storeResetListeners: Array<(detail: string) => void> = [];
   private subscriber: RedisWakeSubscriber | undefined;
@@ -69,8 +79,9 @@ export class RedisDriver implements DelayDriver {
 
   constructor(config: RedisDriverConfig) {
     const replicas = config.waitForReplicas;
+    const commandTimeoutMs = parseDuration(config.commandTimeout ?? '5s');
     this.connection = new RedisConnection(config, {
-      commandTimeoutMs: parseDuration(config.commandTimeout ?? '5s'),
+      commandTimeoutMs,
       replicas: replicas?.replicas ?? 0,
       replicasTimeoutMs: replicas ? parseDuration(replicas.timeout ?? '1s') : 0,
     });
@@ -78,7 +89,15 @@ export class RedisDriver implements DelayDriver {
     this.leaseMs = parseDuration(config.lease ?? '30s');
     this.claimBatch = config.claimBatch ?? 100;
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
-    this.control = new RedisTopicControl(this.connection, this.prefix, (topic) => this.keys(topic));
+    const shards = config.shards ?? 1;
+    const topicShards = config.topicShards ?? {};
+    // A count is forgotten once no instance announced it for three check periods and the slowest possible announcement.
+    const staleAfterMs = 3 * this.wakeCheckMs + 2 * commandTimeoutMs;
+    this.layouts = new RedisTopicLayouts(this.connection, this.prefix, (topic) => topicShards[topic] ?? shards, staleAfterMs, (topic, view, previous) =>
+      this.layoutsChanged(topic, view, previous),
+    );
+    this.queries = new RedisActionQueries(this.connection);
+    this.control = new RedisTopicControl(this.connection, this.prefix, async (topic) => allShards(await this.view(topic)));
     this.epochWatch = new RedisEpochWatch(this.connection, `${this.prefix}:epoch`, (detail) => {
       for (const listener of this.storeResetListeners) listener(detail);
     });
@@ -93,6 +112,7 @@ export class RedisDriver implements DelayDriver {
     await this.epochWatch.check();
     this.epochTimer = setInterval(() => void this.epochWatch.check(), this.wakeCheckMs);
     this.epochTimer.unref();
+    this.layouts.start(this.wakeCheckMs);
   }
 
   /** Told when Redis comes back without its data (see RedisEpochWatch). */
@@ -101,115 +121,75 @@ export class RedisDriver implements DelayDriver {
   }
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
-    const keys = this.keys(command.topic);
-    const [mode, value] = dueArgs(command.due);
-    const reply = await this.connection.write<Reply>(
-      'schedule',
-      [keys.due, keys.env, keys.active, keys.seq],
-      [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.trace)],
-    );
-    const status = Number(reply[0]);
-    if (status === 1 || status === 2) {
-      // Armed: the script does not send the envelope back, everything in it is known here.
-      const now = Number(reply[1]);
-      this.clockSkew.value = now - Date.now();
-      return { action: armedAction(command.topic, command.key, command.payload, dueAtOf(command.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
-    }
-    this.checkStatus(reply, command.maxPastMs, command.due);
-    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
-    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome: 'kept' };
+    const view = this.layouts.view(command.topic) ?? (await this.layouts.load(command.topic));
+    if (view.others.length > 0) return this.scheduleAcrossLayouts(command, view);
+    return this.scheduleIn(view.current.keysFor(command.key), command);
   }
 
   async scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
-    const keys = this.keys(command.topic);
-    // One call is one request: the first entry's trace context stands for all of them.
-    const args: Array<string | number> = [command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.entries[0]?.trace)];
-    for (const entry of command.entries) args.push(entry.key, ...dueArgs(entry.due), entry.payload ?? '', entry.ifExists);
-    const reply = await this.connection.write<Reply>('scheduleMany', [keys.due, keys.env, keys.active, keys.seq], args);
-    const now = Number(reply[0]);
-    this.clockSkew.value = now - Date.now();
-    const code = Number(reply[1]);
-    if (code < 0) {
-      const entry = command.entries[Number(reply[2]) - 1];
-      if (code === -3) throw new ActionKindConflictError(command.topic, entry.key, 'batch');
-      this.checkStatus([code, reply[3], reply[0]], command.maxPastMs, entry.due);
-    }
-    // Statuses first, then the existing envelope of each kept entry, in entry order.
-    let nextKept = 1 + command.entries.length;
-    return command.entries.map((entry, n): ScheduleResult => {
-      const status = Number(reply[1 + n]);
-      if (status === 1 || status === 2) {
-        return { action: armedAction(command.topic, entry.key, entry.payload, dueAtOf(entry.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
-      }
-      return { action: toStoredAction(command.topic, entry.key, String(reply[nextKept++]), status === 4, ''), outcome: 'kept' };
-    });
+    const view = this.layouts.view(command.topic) ?? (await this.layouts.load(command.topic));
+    if (view.others.length === 0 && view.current.count === 1) return this.scheduleManyIn(view.current.shards[0], command, command.entries, 'write');
+    return this.scheduleManySharded(command, view);
   }
 
   async cancel(topic: string, key: string): Promise<boolean> {
-    const keys = this.keys(topic);
-    return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
+    const view = this.layouts.view(topic) ?? (await this.layouts.load(topic));
+    if (view.others.length === 0) return this.cancelIn(view.current.keysFor(key), key);
+    const removed = await Promise.all(view.all.map((layout) => this.cancelIn(layout.keysFor(key), key)));
+    return removed.includes(true);
   }
 
   async reschedule(command: RescheduleCommand): Promise<StoredAction | null> {
-    const keys = this.keys(command.topic);
-    const [mode, value] = dueArgs(command.due);
-    const reply = await this.connection.write<Reply>(
-      'reschedule',
-      [keys.due, keys.env, keys.active, keys.seq],
-      [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
-    );
-    const status = this.checkStatus(reply, command.maxPastMs, command.due);
-    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
-    if (status === 0) return null;
-    return toStoredAction(command.topic, command.key, String(reply[1]), false, '');
+    const view = await this.view(command.topic);
+    for (const layout of view.all) {
+      const moved = await this.rescheduleIn(layout.keysFor(command.key), command);
+      if (moved) return moved;
+    }
+    return null;
   }
 
   async get(topic: string, key: string): Promise<StoredAction | null> {
-    const keys = this.keys(topic);
-    const reply = await this.connection.run<Reply | null>('get', [keys.env, keys.active, keys.paused], [key, keys.itemsPrefix]);
-    return reply ? toStoredAction(topic, key, String(reply[0]), Number(reply[1]) === 1, String(reply[2]), Number(reply[3]) === 1) : null;
+    const view = this.layouts.view(topic) ?? (await this.layouts.load(topic));
+    const found = await this.queries.get(topic, view.current.keysFor(key), key);
+    if (found || view.others.length === 0) return found;
+    return (await this.findIn(view.others, topic, key))?.action ?? null;
   }
 
   async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
-    const keys = this.keys(topic);
-    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active, keys.paused], [page.offset, page.limit, keys.itemsPrefix]);
-    // The first element says whether the topic is paused; then four per action.
-    const paused = Number(reply[0]) === 1;
-    const actions: StoredAction[] = [];
-    for (let n = 1; n < reply.length; n += 4) {
-      actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1, String(reply[n + 3]), paused));
-    }
-    return actions;
+    return this.queries.list(topic, allShards(await this.view(topic)), page);
   }
 
   async count(topic: string): Promise<number> {
-    return this.connection.call('HLEN', (client) => client.hlen(this.keys(topic).env));
+    return this.queries.count(allShards(await this.view(topic)));
   }
 
   async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
-    const keys = this.keys(topic);
-    const members = await this.connection.call('ZRANGE', (client) => client.zrange(keys.deadIndex, page.offset, String(page.offset + page.limit - 1)));
-    if (members.length === 0) return [];
-    const records = await this.connection.call('HMGET', (client) => client.hmget(keys.dead, ...members));
-    return members.flatMap((member, n) => {
-      const record = records[n];
-      return record === null ? [] : [parseDeadRecord(topic, member, record)];
-    });
+    return this.queries.listDead(topic, allShards(await this.view(topic)), page);
   }
 
   async countDead(topic: string): Promise<number> {
-    return this.connection.call('ZCARD', (client) => client.zcard(this.keys(topic).deadIndex));
+    return this.queries.countDead(allShards(await this.view(topic)));
   }
 
   async redrive(topic: string, id: string): Promise<boolean> {
-    const keys = this.keys(topic);
-    const reply = await this.connection.write<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [id, keys.wake, keys.itemsPrefix]);
-    if (reply === -3) throw new ActionKindConflictError(topic, id, 'batch');
-    return reply === 1;
+    const view = await this.view(topic);
+    for (const layout of view.all) {
+      // A dead batch's id is its key plus a suffix: it lives in its key's shard.
+      const candidates = new Set([layout.keysFor(keyOfMember(id)), layout.keysFor(id)]);
+      for (const keys of candidates) {
+        const reply = await this.connection.write<number>('redrive', [keys.due, keys.env, keys.active, keys.seq, keys.dead, keys.deadIndex], [id, keys.wake, keys.itemsPrefix]);
+        if (reply === -3) throw new ActionKindConflictError(topic, id, 'batch');
+        if (reply === 1) return true;
+      }
+    }
+    return false;
   }
 
   async collect(command: CollectCommand): Promise<CollectResult> {
-    const keys = this.keys(command.topic);
+    const view = this.layouts.view(command.topic) ?? (await this.layouts.load(command.topic));
+    // While another count drains, a key's open batch there takes its items until it closes.
+    const found = view.others.length > 0 ? await this.findIn(view.others, command.topic, command.key) : undefined;
+    const keys = found?.keys ?? view.current.keysFor(command.key);
     const reply = await this.connection.write<Reply>(
       'collect',
       [keys.due, keys.env, keys.active, keys.seq],
@@ -223,21 +203,15 @@ export class RedisDriver implements DelayDriver {
 
   async start(consumer: DelayConsumer): Promise<void> {
     if (consumer.topics.size === 0) return;
-    const byChannel = new Map<string, RedisTopicConsumer>();
+    this.handlerSink = consumer;
+    const added: RedisTopicConsumer[] = [];
     for (const [topic, concurrency] of consumer.topics) {
-      const keys = this.keys(topic);
-      const topicConsumer = new RedisTopicConsumer(
-        { topic, keys, concurrency, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
-        this.connection,
-        consumer,
-        this.inFlight,
-        this.clockSkew,
-      );
-      this.consumers.set(topic, topicConsumer);
-      byChannel.set(keys.wake, topicConsumer);
+      this.budgets.set(topic, new ClaimBudget(concurrency));
+      const view = await this.view(topic);
+      for (const layout of view.all) added.push(...this.consume(topic, layout));
     }
     const wakes = new Map<string, (dueAt: number) => void>();
-    for (const [channel, topicConsumer] of byChannel) wakes.set(channel, (dueAt) => topicConsumer.wake(dueAt));
+    for (const topicConsumer of added) wakes.set(topicConsumer.keys.wake, (dueAt) => topicConsumer.wake(dueAt));
     const lookAgain = this.lookAgain;
     this.subscriber = new RedisWakeSubscriber(this.connection, wakes, lookAgain, this.wakeCheckMs);
     await this.subscriber.start();
@@ -247,6 +221,7 @@ export class RedisDriver implements DelayDriver {
   }
 
   async drain(timeoutMs: number): Promise<void> {
+    this.handlerSink = undefined;
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     this.subscriber?.stop();
     this.subscriber = undefined;
@@ -257,10 +232,12 @@ export class RedisDriver implements DelayDriver {
   }
 
   async close(): Promise<void> {
+    this.handlerSink = undefined;
     this.connection.client.off('ready', this.lookAgain);
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     if (this.epochTimer) clearInterval(this.epochTimer);
+    this.layouts.stop();
     this.subscriber?.stop();
     this.subscriber = undefined;
     await this.connection.close();
@@ -282,24 +259,207 @@ export class RedisDriver implements DelayDriver {
     return this.control.topics();
   }
 
-  runNow(topic: string, key: string): Promise<boolean> {
-    return this.control.runNow(topic, key);
+  async runNow(topic: string, key: string): Promise<boolean> {
+    const view = await this.view(topic);
+    for (const layout of view.all) {
+      if (await this.control.runNow(layout.keysFor(key), key)) return true;
+    }
+    return false;
   }
 
   health(): Promise<DriverHealth> {
-    return this.control.health(Array.from(this.consumers, ([topic, consumer]) => ({ topic, alive: consumer.alive })));
+    const alive = new Map<string, boolean>();
+    for (const topicConsumer of this.consumers.values()) alive.set(topicConsumer.topic, (alive.get(topicConsumer.topic) ?? true) && topicConsumer.alive);
+    return this.control.health(Array.from(alive, ([topic, consumerAlive]) => ({ topic, alive: consumerAlive })));
+  }
+
+  // ---- one shard -------------------------------------------------------
+
+  private async scheduleIn(keys: TopicKeys, command: ScheduleCommand): Promise<ScheduleResult> {
+    const [mode, value] = dueArgs(command.due);
+    const reply = await this.connection.write<Reply>(
+      'schedule',
+      [keys.due, keys.env, keys.active, keys.seq],
+      [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.trace)],
+    );
+    const status = Number(reply[0]);
+    if (status === 1 || status === 2) {
+      // Armed: the script does not send the envelope back, everything in it is known here.
+      const now = Number(reply[1]);
+      this.clockSkew.value = now - Date.now();
+      return { action: armedAction(command.topic, command.key, command.payload, dueAtOf(command.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
+    }
+    this.checkStatus(reply, command.maxPastMs, command.due);
+    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
+    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome: 'kept' };
+  }
+
+  /** One atomic call for entries of one shard ('check' writes nothing and only refuses). */
+  private async scheduleManyIn(keys: TopicKeys, command: ScheduleManyCommand, entries: ScheduleManyCommand['entries'], mode: 'write' | 'check'): Promise<ScheduleResult[]> {
+    // One call is one request: the first entry's trace context stands for all of them.
+    const args: Array<string | number> = [command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.entries[0]?.trace), mode];
+    for (const entry of entries) args.push(entry.key, ...dueArgs(entry.due), entry.payload ?? '', entry.ifExists);
+    const reply = await this.connection.write<Reply>('scheduleMany', [keys.due, keys.env, keys.active, keys.seq], args);
+    const now = Number(reply[0]);
+    this.clockSkew.value = now - Date.now();
+    const code = Number(reply[1]);
+    if (code < 0) {
+      const entry = entries[Number(reply[2]) - 1];
+      if (code === -3) throw new ActionKindConflictError(command.topic, entry.key, 'batch');
+      this.checkStatus([code, reply[3], reply[0]], command.maxPastMs, entry.due);
+    }
+    if (mode === 'check') return [];
+    // Statuses first, then the existing envelope of each kept entry, in entry order.
+    let nextKept = 1 + entries.length;
+    return entries.map((entry, n): ScheduleResult => {
+      const status = Number(reply[1 + n]);
+      if (status === 1 || status === 2) {
+        return { action: armedAction(command.topic, entry.key, entry.payload, dueAtOf(entry.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
+      }
+      return { action: toStoredAction(command.topic, entry.key, String(reply[nextKept++]), status === 4, ''), outcome: 'kept' };
+    });
+  }
+
+  private async cancelIn(keys: TopicKeys, key: string): Promise<boolean> {
+    return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
+  }
+
+  private async rescheduleIn(keys: TopicKeys, command: RescheduleCommand): Promise<StoredAction | null> {
+    const [mode, value] = dueArgs(command.due);
+    const reply = await this.connection.write<Reply>(
+      'reschedule',
+      [keys.due, keys.env, keys.active, keys.seq],
+      [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
+    );
+    const status = this.checkStatus(reply, command.maxPastMs, command.due);
+    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
+    if (status === 0) return null;
+    return toStoredAction(command.topic, command.key, String(reply[1]), false, '');
+  }
+
+  // ---- shards and layouts ----------------------------------------------
+
+  private async view(topic: string): Promise<LayoutView> {
+    return this.layouts.view(topic) ?? this.layouts.load(topic);
+  }
+
+  /** A key in one of `layouts` (those of a count being drained), with the keys of the shard that holds it. */
+  private async findIn(layouts: readonly TopicLayout[], topic: string, key: string): Promise<{ action: StoredAction; keys: TopicKeys } | undefined> {
+    const found = await Promise.all(layouts.map(async (layout) => ({ keys: layout.keysFor(key), action: await this.queries.get(topic, layout.keysFor(key), key) })));
+    const hit = found.find((candidate) => candidate.action !== null);
+    return hit?.action ? { action: hit.action, keys: hit.keys } : undefined;
+  }
+
+  /**
+   * Schedule while another shard count still holds actions (a migration):
+   * a key found there is kept there (ifExists 'keep'), or replaced by an
+   * arming in this instance's count, after which the old one is removed.
+   */
+  private async scheduleAcrossLayouts(command: ScheduleCommand, view: LayoutView): Promise<ScheduleResult> {
+    const found = await this.findIn(view.others, command.topic, command.key);
+    if (found?.action.items !== undefined) throw new ActionKindConflictError(command.topic, command.key, 'batch');
+    if (found && command.ifExists === 'keep') return { action: found.action, outcome: 'kept' };
+    const result = await this.scheduleIn(view.current.keysFor(command.key), command);
+    if (!found || result.outcome === 'kept') return result;
+    await this.cancelIn(found.keys, command.key);
+    return { action: result.action, outcome: 'replaced' };
+  }
+
+  /**
+   * scheduleMany over shards: entries are grouped by shard; every group is
+   * checked first (nothing is written if any entry is refused), then each
+   * group is written in one atomic call. Only a change made between the
+   * check and the write (another instance opening a batch on one of the
+   * keys) can refuse a group after others were written.
+   */
+  private async scheduleManySharded(command: ScheduleManyCommand, view: LayoutView): Promise<ScheduleResult[]> {
+    const results: Array<ScheduleResult | undefined> = new Array(command.entries.length);
+    const moved = new Map<string, TopicKeys>();
+    let toWrite = command.entries.map((entry, index) => ({ entry, index }));
+    if (view.others.length > 0) {
+      const found = await Promise.all(command.entries.map((entry) => this.findIn(view.others, command.topic, entry.key)));
+      found.forEach((hit, index) => {
+        if (hit?.action.items !== undefined) throw new ActionKindConflictError(command.topic, command.entries[index].key, 'batch');
+      });
+      toWrite = toWrite.filter(({ entry, index }) => {
+        const hit = found[index];
+        if (!hit) return true;
+        if (entry.ifExists === 'keep') {
+          results[index] = { action: hit.action, outcome: 'kept' };
+          return false;
+        }
+        moved.set(entry.key, hit.keys);
+        return true;
+      });
+    }
+    const groups = new Map<TopicKeys, Array<{ entry: ScheduleManyCommand['entries'][number]; index: number }>>();
+    for (const item of toWrite) {
+      const keys = view.current.keysFor(item.entry.key);
+      const group = groups.get(keys);
+      if (group) group.push(item);
+      else groups.set(keys, [item]);
+    }
+    if (groups.size > 1) {
+      await Promise.all(Array.from(groups, ([keys, group]) => this.scheduleManyIn(keys, command, group.map(({ entry }) => entry), 'check')));
+    }
+    await Promise.all(
+      Array.from(groups, async ([keys, group]) => {
+        const written = await this.scheduleManyIn(keys, command, group.map(({ entry }) => entry), 'write');
+        group.forEach(({ index }, n) => (results[index] = written[n]));
+      }),
+    );
+    // Keys moved from a count being drained: the old arming goes once the new one is written.
+    await Promise.all(Array.from(moved, ([key, keys]) => this.cancelIn(keys, key)));
+    return results.map((result, index) => {
+      if (!result) throw new Error(`scheduleMany: entry ${index} has no result`);
+      return moved.has(command.entries[index].key) && result.outcome === 'created' ? { ...result, outcome: 'replaced' } : result;
+    });
+  }
+
+  /** Consumers for the shards of one layout of a topic consumed here. */
+  private consume(topic: string, layout: TopicLayout): RedisTopicConsumer[] {
+    const sink = this.handlerSink;
+    const budget = this.budgets.get(topic);
+    if (!sink || !budget) return [];
+    const added: RedisTopicConsumer[] = [];
+    for (const keys of layout.shards) {
+      if (this.consumers.has(keys.env)) continue;
+      const topicConsumer = new RedisTopicConsumer(
+        { topic, keys, budget, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
+        this.connection,
+        sink,
+        this.inFlight,
+        this.clockSkew,
+      );
+      this.consumers.set(keys.env, topicConsumer);
+      added.push(topicConsumer);
+    }
+    return added;
+  }
+
+  /** Another instance uses a new count (consume it too), or a drained one was forgotten (stop consuming it). */
+  private layoutsChanged(topic: string, view: LayoutView, previous: LayoutView): void {
+    for (const layout of view.all) {
+      if (previous.all.includes(layout)) continue;
+      this.logger.log(`"${topic}": actions under ${layout.count} shard(s) are consumed here too`);
+      for (const topicConsumer of this.consume(topic, layout)) {
+        this.subscriber?.listen(topicConsumer.keys.wake, (dueAt) => topicConsumer.wake(dueAt));
+        topicConsumer.kick();
+      }
+    }
+    for (const layout of previous.all) {
+      if (view.all.includes(layout)) continue;
+      for (const keys of layout.shards) {
+        const topicConsumer = this.consumers.get(keys.env);
+        if (!topicConsumer || topicConsumer.holdsLeases) continue;
+        topicConsumer.stop();
+        this.consumers.delete(keys.env);
+        this.subscriber?.unlisten(keys.wake);
+      }
+    }
   }
 
   // ---- helpers ---------------------------------------------------------
-
-  private keys(topic: string): TopicKeys {
-    let keys = this.keysByTopic.get(topic);
-    if (!keys) {
-      keys = topicKeys(this.prefix, topic);
-      this.keysByTopic.set(topic, keys);
-    }
-    return keys;
-  }
 
   /** Turns a script's range refusal into the same typed error the wheel throws. */
   private checkStatus(reply: Reply, maxPastMs: number, due: DueSpec): number {
@@ -317,16 +477,16 @@ export class RedisDriver implements DelayDriver {
     if (this.renewing) return;
     this.renewing = true;
     try {
-      await this.renewEachTopic();
+      await this.renewEachShard();
     } finally {
       this.renewing = false;
     }
   }
 
-  private async renewEachTopic(): Promise<void> {
-    for (const [topic, topicConsumer] of this.consumers) {
+  private async renewEachShard(): Promise<void> {
+    for (const topicConsumer of this.consumers.values()) {
       if (!topicConsumer.holdsLeases) continue;
-      const keys = this.keys(topic);
+      const keys = topicConsumer.keys;
       const pairs = topicConsumer.leasePairs();
       await this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...pairs]).catch((error: unknown) => {
         this.logger.warn(`Could not renew leases: ${describeError(error)}`);
@@ -336,9 +496,9 @@ export class RedisDriver implements DelayDriver {
 
   /** Shutdown timed out: hand the runs still going back to Redis so another instance takes them now. */
   private async releaseRunning(): Promise<void> {
-    for (const [topic, topicConsumer] of this.consumers) {
+    for (const topicConsumer of this.consumers.values()) {
       if (topicConsumer.running.size === 0) continue;
-      const keys = this.keys(topic);
+      const keys = topicConsumer.keys;
       const pairs = topicConsumer.memberTokenPairs();
       const released = await this.connection
         .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
@@ -346,9 +506,14 @@ export class RedisDriver implements DelayDriver {
           this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
           return 0;
         });
-      this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topic}" handed back to Redis`);
+      this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back to Redis`);
     }
   }
+}
+
+/** Every shard of every known layout of a topic. */
+function allShards(view: LayoutView): TopicKeys[] {
+  return view.all.flatMap((layout) => layout.shards);
 }
 
 function dueArgs(due: DueSpec): ['delay' | 'at', number] {

@@ -11,7 +11,9 @@ ARGV[1] max past, ms
 ARGV[2] horizon, ms
 ARGV[3] wake channel
 ARGV[4] trace context of the request (carried in each new token after a '~'), or ''
-ARGV[5..] five per entry: key, 'delay' or 'at', value (ms), payload JSON or '', 'replace' or 'keep'
+ARGV[5] 'write', or 'check': only check every entry and write nothing (a
+        topic spread over shards checks each shard's group before writing any)
+ARGV[6..] five per entry: key, 'delay' or 'at', value (ms), payload JSON or '', 'replace' or 'keep'
 
 Returns {now, status1, status2, ..., statusN, then one existing envelope per
 kept entry, in entry order}
@@ -21,6 +23,7 @@ kept entry, in entry order}
   Or {now, code, index, dueAt} when entry `index` (1-based) is refused and
   nothing was written: code -1 too far in the past, -2 beyond the horizon,
   -3 its key has an open batch (from collect).
+  In 'check' mode: {now, 0} when every entry would be accepted, else as above.
 ]]
 --@include clock
 --@include encoding
@@ -31,9 +34,9 @@ local horizon = tonumber(ARGV[2])
 
 local dues = {}
 local found = {}
-local entries = (#ARGV - 4) / 5
+local entries = (#ARGV - 5) / 5
 for n = 1, entries do
-  local base = 4 + (n - 1) * 5
+  local base = 5 + (n - 1) * 5
   local dueAt
   if ARGV[base + 2] == 'delay' then dueAt = now + tonumber(ARGV[base + 3]) else dueAt = tonumber(ARGV[base + 3]) end
   if dueAt < 0 or dueAt < now - maxPast then return {now, -1, n, tostring(dueAt)} end
@@ -43,6 +46,7 @@ for n = 1, entries do
   dues[n] = dueAt
   found[n] = existing
 end
+if ARGV[5] == 'check' then return {now, 0} end
 
 -- What an earlier entry of this same call wrote: a key given twice sees its first arming, as two calls would.
 local written = {}
@@ -53,7 +57,7 @@ local tokens = tokenMinter(KEYS[4], micros)
 local traced = ''
 if ARGV[4] ~= '' then traced = '~' .. ARGV[4] end
 for n = 1, entries do
-  local base = 4 + (n - 1) * 5
+  local base = 5 + (n - 1) * 5
   local key = ARGV[base + 1]
   local existing = written[key] or found[n]
   if existing and ARGV[base + 5] == 'keep' then

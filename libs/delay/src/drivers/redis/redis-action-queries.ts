@@ -1,0 +1,83 @@
+import { StoredAction, StoredDeadAction } from '../../interfaces/delay-driver.interface';
+import { PageRequest } from '../../interfaces/pending-action.interface';
+import { RedisConnection } from './redis-connection';
+import { parseDeadRecord, toStoredAction } from './redis-envelope';
+import { TopicKeys } from './redis-keys';
+
+type Reply = Array<string | number>;
+
+/**
+ * The read side of the Redis driver: one action, pages of pending and dead
+ * actions, counts. A topic spread over shards is read shard by shard and
+ * merged into the order a single shard gives: running actions first, then
+ * by due time, then by key (keys compared byte by byte, as Redis does); dead
+ * ones by time of death, then id. A page at offset N reads the first N +
+ * limit of every shard, so deep pages cost more on a sharded topic.
+ */
+export class RedisActionQueries {
+  constructor(private readonly connection: RedisConnection) {}
+
+  async get(topic: string, keys: TopicKeys, key: string): Promise<StoredAction | null> {
+    const reply = await this.connection.run<Reply | null>('get', [keys.env, keys.active, keys.paused], [key, keys.itemsPrefix]);
+    return reply ? toStoredAction(topic, key, String(reply[0]), Number(reply[1]) === 1, String(reply[2]), Number(reply[3]) === 1) : null;
+  }
+
+  async list(topic: string, shards: readonly TopicKeys[], page: Required<PageRequest>): Promise<StoredAction[]> {
+    if (shards.length === 1) return this.listShard(topic, shards[0], page);
+    const head = { offset: 0, limit: page.offset + page.limit };
+    const parts = await Promise.all(shards.map((keys) => this.listShard(topic, keys, head)));
+    return parts.flat().sort(compareListed).slice(page.offset, page.offset + page.limit);
+  }
+
+  async count(shards: readonly TopicKeys[]): Promise<number> {
+    const counts = await Promise.all(shards.map((keys) => this.connection.call('HLEN', (client) => client.hlen(keys.env))));
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  async listDead(topic: string, shards: readonly TopicKeys[], page: Required<PageRequest>): Promise<StoredDeadAction[]> {
+    if (shards.length === 1) return this.listDeadShard(topic, shards[0], page);
+    const head = { offset: 0, limit: page.offset + page.limit };
+    const parts = await Promise.all(shards.map((keys) => this.listDeadShard(topic, keys, head)));
+    return parts.flat().sort(compareDead).slice(page.offset, page.offset + page.limit);
+  }
+
+  async countDead(shards: readonly TopicKeys[]): Promise<number> {
+    const counts = await Promise.all(shards.map((keys) => this.connection.call('ZCARD', (client) => client.zcard(keys.deadIndex))));
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  private async listShard(topic: string, keys: TopicKeys, page: Required<PageRequest>): Promise<StoredAction[]> {
+    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active, keys.paused], [page.offset, page.limit, keys.itemsPrefix]);
+    // The first element says whether the topic is paused; then four per action.
+    const paused = Number(reply[0]) === 1;
+    const actions: StoredAction[] = [];
+    for (let n = 1; n < reply.length; n += 4) {
+      actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1, String(reply[n + 3]), paused));
+    }
+    return actions;
+  }
+
+  private async listDeadShard(topic: string, keys: TopicKeys, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
+    const members = await this.connection.call('ZRANGE', (client) => client.zrange(keys.deadIndex, page.offset, String(page.offset + page.limit - 1)));
+    if (members.length === 0) return [];
+    const records = await this.connection.call('HMGET', (client) => client.hmget(keys.dead, ...members));
+    return members.flatMap((member, n) => {
+      const record = records[n];
+      return record === null ? [] : [parseDeadRecord(topic, member, record)];
+    });
+  }
+}
+
+function compareListed(a: StoredAction, b: StoredAction): number {
+  if (a.state !== b.state) return a.state === 'running' ? -1 : 1;
+  return a.dueAt - b.dueAt || compareBytes(a.key, b.key);
+}
+
+function compareDead(a: StoredDeadAction, b: StoredDeadAction): number {
+  return a.diedAt - b.diedAt || compareBytes(a.id, b.id);
+}
+
+/** Redis orders equal scores by the members' bytes; UTF-16 order differs from it only past the BMP. */
+function compareBytes(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
