@@ -24,6 +24,10 @@ export interface WorkerConfig {
    * and must then end by itself (nothing of the library may keep a closed application's process alive).
    */
   readonly exitAfterClose?: boolean;
+  /** Spread the topics over this many shards (driver option `shards`). Default 1. */
+  readonly shards?: number;
+  /** Connect to a Redis Cluster through these nodes (an ioredis Cluster client) instead of `url`. */
+  readonly cluster?: ReadonlyArray<{ readonly host: string; readonly port: number }>;
   /** The worker exits on its own after this long, whatever happens to the parent. Default 120 s. */
   readonly maxLifetimeMs?: number;
 }
@@ -69,6 +73,8 @@ export type WorkerRequest =
   | { readonly op: 'collect'; readonly key: string; readonly item: BatchItem; readonly windowMs: number; readonly maxItems?: number }
   /** Pending actions of the worker's topic, or of its batchTopic with `batch`. */
   | { readonly op: 'count'; readonly batch?: boolean }
+  /** Pauses or resumes the worker's topic for every instance. */
+  | { readonly op: 'pause' | 'resume' }
   | { readonly op: 'close' };
 
 export type WorkerCommand = WorkerRequest & { readonly id: number };

@@ -7,6 +7,7 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Cluster } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
 import { DelayContext, DelayModule, DelayService, DueTime, OnDelayExpired, PendingAction } from 'nestjs-delay';
 import type { ActionPayload, ActionSnapshot, BatchItem, DueArg, ReplyValue, ScheduleItem, WorkerCommand, WorkerConfig, WorkerMessage, WorkerRequest } from '../support/protocol';
@@ -59,7 +60,12 @@ class BatchHandlers {
   }
 }
 
-function connection(): { url: string } | { options: RedisOptions } {
+/** A Cluster client is the worker's own (the driver leaves a client it was given open): closed after the app. */
+const clusterClient = settings.cluster ? new Cluster(settings.cluster.map((node) => ({ ...node }))) : undefined;
+clusterClient?.on('error', () => undefined);
+
+function connection(): { url: string } | { options: RedisOptions } | { client: Cluster } {
+  if (clusterClient) return { client: clusterClient };
   const delayMs = settings.reconnectDelayMs;
   if (delayMs === undefined) return { url: settings.url };
   const url = new URL(settings.url);
@@ -69,7 +75,7 @@ function connection(): { url: string } | { options: RedisOptions } {
 @Module({
   imports: [
     DelayModule.forRoot({
-      driver: { type: 'redis', ...connection(), prefix: settings.prefix, ...(settings.lease ? { lease: settings.lease } : {}) },
+      driver: { type: 'redis', ...connection(), prefix: settings.prefix, shards: settings.shards ?? 1, ...(settings.lease ? { lease: settings.lease } : {}) },
       consume: settings.consume,
       ...(settings.shutdownTimeout ? { shutdownTimeout: settings.shutdownTimeout } : {}),
     }),
@@ -118,8 +124,15 @@ async function main(): Promise<void> {
       }
       case 'count':
         return delay.count(request.batch ? (settings.batchTopic ?? topic) : topic);
+      case 'pause':
+        await delay.pause(topic);
+        return true;
+      case 'resume':
+        await delay.resume(topic);
+        return true;
       case 'close':
         await app.close();
+        clusterClient?.disconnect();
         return true;
     }
   };
