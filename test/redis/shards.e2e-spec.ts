@@ -61,6 +61,8 @@ function byDueThenKey(a: PendingAction, b: PendingAction): number {
  */
 describe('Redis driver: topics spread over shards', () => {
   const suite = redisAppSuite();
+  // Real time on a machine that may be busy: generous bounds, the assertions are about what happened.
+  jest.setTimeout(30_000);
 
   it('puts each key in the shard its hash names; count, topics and every page read as one topic in the documented order', async () => {
     const prefix = 'sh-list';
@@ -71,9 +73,9 @@ describe('Redis driver: topics spread over shards', () => {
     // Groups of keys share a due time, so the key order inside a due time is checked too.
     await delay.scheduleMany('shard.list', keys.map((key, n) => ({ key, at: base + (n % 23) * 1_000, payload: { n } })));
 
-    for (const key of keys) {
-      expect(await suite.raw().hexists(topicKeys(prefix, 'shard.list', shardOf(key, 8), 8).env, key)).toBe(1);
-    }
+    const where = suite.raw().pipeline();
+    for (const key of keys) where.hexists(topicKeys(prefix, 'shard.list', shardOf(key, 8), 8).env, key);
+    expect((await where.exec())?.map(([, found]) => found)).toEqual(keys.map(() => 1));
     const tags = new Set<string>();
     let cursor = '0';
     do {
@@ -154,6 +156,26 @@ describe('Redis driver: topics spread over shards', () => {
     expect(recorder.of(MOVE).every((run) => run.at >= run.dueAt)).toBe(true);
     await pollUntil(async () => (await next.count(MOVE)) === 2, 'the acks', 5_000);
     expect((await next.list(MOVE)).items.map((action) => action.key).sort()).toEqual(['k1', 'k3']);
+  });
+
+  it('a topic paused under the old count stays paused under the new one until resumed', async () => {
+    const prefix = 'sh-paused';
+    const old = (await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix }, consume: false }, [])).get(DelayService);
+    await old.schedule(MOVE, 'before', { delay: 100 });
+    await old.pause(MOVE);
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix, shards: 4 }, consume: true }, [Recorder]);
+    const next = app.get(DelayService);
+    const recorder = app.get(Recorder);
+    await next.schedule(MOVE, 'after', { delay: 100 });
+
+    expect(await next.isPaused(MOVE)).toBe(true);
+    expect((await next.get(MOVE, 'after'))?.paused).toBe(true);
+    await sleep(600);
+    expect(recorder.of(MOVE)).toEqual([]);
+
+    await next.resume(MOVE);
+    await pollUntil(() => recorder.of(MOVE).length === 2, 'both to run once resumed', 5_000);
+    expect(await old.isPaused(MOVE)).toBe(false);
   });
 
   it('forgets a drained count once no instance announces it, and from then on per-key calls go to one shard', async () => {

@@ -42,6 +42,8 @@ export class RedisTopicLayouts {
     private readonly staleAfterMs: number,
     /** Told when a topic's set of layouts changed after the first load. */
     private readonly onChange: (topic: string, view: LayoutView, previous: LayoutView) => void,
+    /** Told once per topic, before the first call on it proceeds, when other layouts exist (e.g. to carry a pause over). */
+    private readonly onFirstLoad: (topic: string, view: LayoutView) => Promise<void> = () => Promise.resolve(),
   ) {}
 
   /** The known layouts of a topic, if they were loaded. */
@@ -55,7 +57,12 @@ export class RedisTopicLayouts {
     if (known) return Promise.resolve(known);
     let loading = this.loading.get(topic);
     if (!loading) {
-      loading = this.refresh(topic).finally(() => this.loading.delete(topic));
+      loading = this.refresh(topic)
+        .then(async (view) => {
+          if (view.others.length > 0) await this.onFirstLoad(topic, view);
+          return view;
+        })
+        .finally(() => this.loading.delete(topic));
       this.loading.set(topic, loading);
     }
     return loading;

@@ -93,8 +93,13 @@ export class RedisDriver implements DelayDriver {
     const topicShards = config.topicShards ?? {};
     // A count is forgotten once no instance announced it for three check periods and the slowest possible announcement.
     const staleAfterMs = 3 * this.wakeCheckMs + 2 * commandTimeoutMs;
-    this.layouts = new RedisTopicLayouts(this.connection, this.prefix, (topic) => topicShards[topic] ?? shards, staleAfterMs, (topic, view, previous) =>
-      this.layoutsChanged(topic, view, previous),
+    this.layouts = new RedisTopicLayouts(
+      this.connection,
+      this.prefix,
+      (topic) => topicShards[topic] ?? shards,
+      staleAfterMs,
+      (topic, view, previous) => this.layoutsChanged(topic, view, previous),
+      (topic, view) => this.carryPauseOver(topic, view),
     );
     this.queries = new RedisActionQueries(this.connection);
     this.control = new RedisTopicControl(this.connection, this.prefix, async (topic) => allShards(await this.view(topic)));
@@ -414,6 +419,17 @@ export class RedisDriver implements DelayDriver {
       if (!result) throw new Error(`scheduleMany: entry ${index} has no result`);
       return moved.has(command.entries[index].key) && result.outcome === 'created' ? { ...result, outcome: 'replaced' } : result;
     });
+  }
+
+  /**
+   * A topic paused under another shard count stays paused when this
+   * instance starts arming it under its own: its shards get the mark too.
+   */
+  private async carryPauseOver(topic: string, view: LayoutView): Promise<void> {
+    const marks = await Promise.all(view.others.map((layout) => this.connection.call('EXISTS', (client) => client.exists(layout.shards[0].paused))));
+    if (!marks.includes(1)) return;
+    await Promise.all(view.current.shards.map((keys) => this.connection.write<number>('pause', [keys.paused], [])));
+    this.logger.log(`"${topic}" is paused under another shard count: paused under ${view.current.count} shard(s) too`);
   }
 
   /** Consumers for the shards of one layout of a topic consumed here. */
