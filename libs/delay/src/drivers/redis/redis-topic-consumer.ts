@@ -62,6 +62,8 @@ export class RedisTopicConsumer {
   private claimId: string | undefined;
   /** The last claim whose reply arrived: the next claim deletes its record. */
   private answeredClaimId = '-';
+  /** Slots kept for a claim whose reply was lost: asked again, it hands back what it took then. */
+  private held = 0;
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -92,6 +94,8 @@ export class RedisTopicConsumer {
   stop(): void {
     this.stopped = true;
     this.settings.budget.leave(this.wakeForRoom);
+    this.settings.budget.give(this.held);
+    this.held = 0;
     this.disarm();
   }
 
@@ -134,9 +138,9 @@ export class RedisTopicConsumer {
       this.claimAgain = true;
       return;
     }
-    this.settings.budget.leave(this.wakeForRoom);
     // Slots are taken before the claim and what it does not fill is given back: shards claiming at once never overcommit.
-    const limit = this.settings.budget.take(this.settings.claimBatch);
+    const limit = this.held + this.settings.budget.take(this.settings.claimBatch - this.held, this.wakeForRoom);
+    this.held = 0;
     this.claiming = true;
     this.claimAgain = false;
     this.wakeDuringClaim = Infinity;
@@ -157,7 +161,9 @@ export class RedisTopicConsumer {
     } catch (error) {
       // Redis refused the script itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
-      this.settings.budget.give(limit);
+      // A claim that may have run keeps its slots for when it is asked again; any other failure gives them back.
+      if (this.claimId !== undefined) this.held = limit;
+      else this.settings.budget.give(limit);
       this.claiming = false;
       this.inFlight.leave();
       this.retryLater(error);
@@ -180,7 +186,9 @@ export class RedisTopicConsumer {
       }
     } finally {
       this.inFlight.leave();
-      this.settings.budget.give(limit - claimed);
+      // A claim asked again returns what it took then, which may be more than this claim's slots.
+      if (claimed > limit) this.settings.budget.occupy(claimed - limit);
+      else this.settings.budget.give(limit - claimed);
     }
     if (this.stopped) return;
 

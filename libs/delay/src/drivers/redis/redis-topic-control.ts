@@ -28,25 +28,25 @@ export class RedisTopicControl {
   constructor(
     private readonly connection: RedisConnection,
     private readonly prefix: string,
-    /** Every shard of every layout of the topic that is known (one for a topic kept in one shard). */
-    private readonly shardsOf: (topic: string) => Promise<readonly TopicKeys[]> = (topic) => Promise.resolve([topicKeys(prefix, topic)]),
+    /** Every shard of every layout of the topic that is known (one for a topic kept in one shard); `forWrite` before changing it. */
+    private readonly shardsOf: (topic: string, forWrite: boolean) => Promise<readonly TopicKeys[]> = (topic) => Promise.resolve([topicKeys(prefix, topic)]),
   ) {}
 
-  /** Pauses every shard; true if the topic was not paused before (its first shard was not). */
+  /** Pauses every shard; true if any shard was not paused before. */
   async pause(topic: string): Promise<boolean> {
-    const shards = await this.shardsOf(topic);
+    const shards = await this.shardsOf(topic, true);
     const replies = await Promise.all(shards.map((keys) => this.connection.write<number>('pause', [keys.paused], [])));
-    return replies[0] === 1;
+    return replies.includes(1);
   }
 
   async resume(topic: string): Promise<boolean> {
-    const shards = await this.shardsOf(topic);
+    const shards = await this.shardsOf(topic, true);
     const replies = await Promise.all(shards.map((keys) => this.connection.write<number>('resume', [keys.paused], [keys.wake])));
-    return replies[0] === 1;
+    return replies.includes(1);
   }
 
   async isPaused(topic: string): Promise<boolean> {
-    const [first] = await this.shardsOf(topic);
+    const [first] = await this.shardsOf(topic, false);
     return (await this.connection.call('EXISTS', (client) => client.exists(first.paused))) === 1;
   }
 
@@ -87,7 +87,7 @@ export class RedisTopicControl {
     const topics = await Promise.all(
       states.map(async (state): Promise<TopicHealth> => {
         try {
-          const shards = await settleWithin(this.shardsOf(state.topic), timeoutMs, noAnswer(timeoutMs));
+          const shards = await settleWithin(this.shardsOf(state.topic, false), timeoutMs, noAnswer(timeoutMs));
           const parts = await settleWithin(Promise.all(shards.map((keys) => this.summary(keys))), timeoutMs, noAnswer(timeoutMs));
           // The topic waits as long as its most behind shard.
           const lagMs = Math.max(0, ...parts.map(([, , , , now, earliest]) => (earliest < 0 ? 0 : now - earliest)));

@@ -21,16 +21,20 @@ export interface LayoutView {
  * keys in) every count still in use until it is drained.
  *
  * Each instance announces its count per topic in a registry HASH every
- * check period; a count nobody announced for `staleAfterMs` and whose
- * shards are empty is forgotten, and from then on per-key calls cost one
- * round trip again. The one-shard layout is also known while it holds
- * anything, since versions without shards kept no registry.
+ * check period, once it has armed or consumed the topic (an instance that
+ * only reads it announces nothing); a count nobody announced for
+ * `staleAfterMs` whose shards hold nothing (no action, no pause mark) is
+ * forgotten, and from then on per-key calls cost one round trip again. The
+ * one-shard layout is also known while it holds anything, since versions
+ * without shards kept no registry.
  */
 export class RedisTopicLayouts {
   private readonly logger = new Logger(RedisTopicLayouts.name);
   private readonly views = new Map<string, LayoutView>();
   private readonly loading = new Map<string, Promise<LayoutView>>();
   private readonly layouts = new Map<string, TopicLayout>();
+  /** Topics this instance armed or consumes: it announces its count for them. */
+  private readonly announcing = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private refreshing = false;
 
@@ -46,25 +50,37 @@ export class RedisTopicLayouts {
     private readonly onFirstLoad: (topic: string, view: LayoutView) => Promise<void> = () => Promise.resolve(),
   ) {}
 
-  /** The known layouts of a topic, if they were loaded. */
+  /** The known layouts of a topic, if they were loaded (for reading). */
   view(topic: string): LayoutView | undefined {
     return this.views.get(topic);
   }
 
-  /** Loads (once) and returns a topic's layouts; from then on they are refreshed every check period. */
-  load(topic: string): Promise<LayoutView> {
+  /** The known layouts of a topic, if they were loaded and this instance's count announced (for arming). */
+  writable(topic: string): LayoutView | undefined {
+    return this.announcing.has(topic) ? this.views.get(topic) : undefined;
+  }
+
+  /**
+   * Loads (once) and returns a topic's layouts; from then on they are
+   * refreshed every check period. With `announce` (before arming or
+   * consuming), this instance's count is announced first.
+   */
+  load(topic: string, announce = false): Promise<LayoutView> {
+    const announceNow = announce && !this.announcing.has(topic);
+    if (announceNow) this.announcing.add(topic);
     const known = this.views.get(topic);
-    if (known) return Promise.resolve(known);
-    let loading = this.loading.get(topic);
-    if (!loading) {
-      loading = this.refresh(topic)
-        .then(async (view) => {
-          if (view.others.length > 0) await this.onFirstLoad(topic, view);
-          return view;
-        })
-        .finally(() => this.loading.delete(topic));
-      this.loading.set(topic, loading);
-    }
+    if (known && !announceNow) return Promise.resolve(known);
+    const inFlight = announceNow ? undefined : this.loading.get(topic);
+    if (inFlight) return inFlight;
+    const loading: Promise<LayoutView> = this.refresh(topic)
+      .then(async (view) => {
+        if (!known && view.others.length > 0) await this.onFirstLoad(topic, view);
+        return view;
+      })
+      .finally(() => {
+        if (this.loading.get(topic) === loading) this.loading.delete(topic);
+      });
+    this.loading.set(topic, loading);
     return loading;
   }
 
@@ -103,7 +119,7 @@ export class RedisTopicLayouts {
     const own = this.countOf(topic);
     const oneShard = topicKeys(this.prefix, topic);
     const registry = layoutRegistryKey(this.prefix, topic);
-    const reply = await this.connection.run<number[]>('layouts', [registry, oneShard.env, oneShard.deadIndex], [own]);
+    const reply = await this.connection.run<number[]>('layouts', [registry, oneShard.env, oneShard.deadIndex, oneShard.paused], [this.announcing.has(topic) ? own : 0]);
     const now = Number(reply[0]);
     const oneShardHolds = Number(reply[1]) === 1;
     const counts = new Set<number>();
@@ -132,7 +148,7 @@ export class RedisTopicLayouts {
   private async isEmpty(topic: string, count: number, oneShardHolds: boolean): Promise<boolean> {
     if (count === 1) return !oneShardHolds;
     const layout = this.layout(topic, count);
-    const holds = await Promise.all(layout.shards.map((keys) => this.connection.run<number>('holds', [keys.env, keys.deadIndex], [])));
+    const holds = await Promise.all(layout.shards.map((keys) => this.connection.run<number>('holds', [keys.env, keys.deadIndex, keys.paused], [])));
     return holds.every((held) => Number(held) === 0);
   }
 }

@@ -102,7 +102,9 @@ export class RedisDriver implements DelayDriver {
       (topic, view) => this.carryPauseOver(topic, view),
     );
     this.queries = new RedisActionQueries(this.connection);
-    this.control = new RedisTopicControl(this.connection, this.prefix, async (topic) => allShards(await this.view(topic)));
+    this.control = new RedisTopicControl(this.connection, this.prefix, async (topic, forWrite) =>
+      allShards(forWrite ? (this.layouts.writable(topic) ?? (await this.layouts.load(topic, true))) : await this.view(topic)),
+    );
     this.epochWatch = new RedisEpochWatch(this.connection, `${this.prefix}:epoch`, (detail) => {
       for (const listener of this.storeResetListeners) listener(detail);
     });
@@ -126,13 +128,13 @@ export class RedisDriver implements DelayDriver {
   }
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
-    const view = this.layouts.view(command.topic) ?? (await this.layouts.load(command.topic));
+    const view = this.layouts.writable(command.topic) ?? (await this.layouts.load(command.topic, true));
     if (view.others.length > 0) return this.scheduleAcrossLayouts(command, view);
     return this.scheduleIn(view.current.keysFor(command.key), command);
   }
 
   async scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
-    const view = this.layouts.view(command.topic) ?? (await this.layouts.load(command.topic));
+    const view = this.layouts.writable(command.topic) ?? (await this.layouts.load(command.topic, true));
     if (view.others.length === 0 && view.current.count === 1) return this.scheduleManyIn(view.current.shards[0], command, command.entries, 'write');
     return this.scheduleManySharded(command, view);
   }
@@ -191,7 +193,7 @@ export class RedisDriver implements DelayDriver {
   }
 
   async collect(command: CollectCommand): Promise<CollectResult> {
-    const view = this.layouts.view(command.topic) ?? (await this.layouts.load(command.topic));
+    const view = this.layouts.writable(command.topic) ?? (await this.layouts.load(command.topic, true));
     // While another count drains, a key's open batch there takes its items until it closes.
     const found = view.others.length > 0 ? await this.findIn(view.others, command.topic, command.key) : undefined;
     const keys = found?.keys ?? view.current.keysFor(command.key);
@@ -212,7 +214,7 @@ export class RedisDriver implements DelayDriver {
     const added: RedisTopicConsumer[] = [];
     for (const [topic, concurrency] of consumer.topics) {
       this.budgets.set(topic, new ClaimBudget(concurrency));
-      const view = await this.view(topic);
+      const view = await this.layouts.load(topic, true);
       for (const layout of view.all) added.push(...this.consume(topic, layout));
     }
     const wakes = new Map<string, (dueAt: number) => void>();
@@ -499,31 +501,35 @@ export class RedisDriver implements DelayDriver {
     }
   }
 
+  /** All shards at once: a shard whose master does not answer must not hold up the renewals of the others until their leases expire. */
   private async renewEachShard(): Promise<void> {
-    for (const topicConsumer of this.consumers.values()) {
-      if (!topicConsumer.holdsLeases) continue;
-      const keys = topicConsumer.keys;
-      const pairs = topicConsumer.leasePairs();
-      await this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...pairs]).catch((error: unknown) => {
-        this.logger.warn(`Could not renew leases: ${describeError(error)}`);
+    const renewals = [...this.consumers.values()]
+      .filter((topicConsumer) => topicConsumer.holdsLeases)
+      .map((topicConsumer) => {
+        const keys = topicConsumer.keys;
+        return this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...topicConsumer.leasePairs()]).catch((error: unknown) => {
+          this.logger.warn(`Could not renew leases: ${describeError(error)}`);
+        });
       });
-    }
+    await Promise.all(renewals);
   }
 
   /** Shutdown timed out: hand the runs still going back to Redis so another instance takes them now. */
   private async releaseRunning(): Promise<void> {
-    for (const topicConsumer of this.consumers.values()) {
-      if (topicConsumer.running.size === 0) continue;
-      const keys = topicConsumer.keys;
-      const pairs = topicConsumer.memberTokenPairs();
-      const released = await this.connection
-        .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
-        .catch((error: unknown) => {
-          this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
-          return 0;
-        });
-      this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back to Redis`);
-    }
+    const releases = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.running.size > 0).map((topicConsumer) => this.releaseShard(topicConsumer));
+    await Promise.all(releases);
+  }
+
+  private async releaseShard(topicConsumer: RedisTopicConsumer): Promise<void> {
+    const keys = topicConsumer.keys;
+    const pairs = topicConsumer.memberTokenPairs();
+    const released = await this.connection
+      .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
+      .catch((error: unknown) => {
+        this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
+        return 0;
+      });
+    this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back to Redis`);
   }
 }
 
