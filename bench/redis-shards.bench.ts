@@ -223,6 +223,7 @@ const sum = (values: readonly number[]): number => values.reduce((total, value) 
 interface PhaseTotal {
   readonly names: readonly string[];
   readonly calls: number[];
+  readonly scriptCalls: number[];
   readonly cpuSeconds: number[];
   readonly wallSeconds: number;
   readonly clientCpuSeconds: number;
@@ -234,6 +235,7 @@ function total(works: ReadonlyArray<{ work: PhaseWork; actions: number }>): Phas
   return {
     names,
     calls: names.map((_, n) => sum(works.map(({ work }) => work.masters[n].calls))),
+    scriptCalls: names.map((_, n) => sum(works.map(({ work }) => work.masters[n].scriptCalls))),
     cpuSeconds: names.map((_, n) => sum(works.map(({ work }) => work.masters[n].cpuSeconds))),
     wallSeconds: sum(works.map(({ work }) => work.wallSeconds)),
     clientCpuSeconds: sum(works.map(({ work }) => work.clientCpuSeconds)),
@@ -293,13 +295,14 @@ function workTable(byCount: ReadonlyMap<number, readonly ShardRun[]>, names: str
       perMaster(phase.cpuSeconds, (seconds) => fmt(seconds, 2)),
       `${phase.names[top]} ${percent(phase.cpuSeconds[top], phase.wallSeconds)}`,
       fmt((sum(phase.cpuSeconds) * 1e6) / phase.actions, 1),
+      fmt(sum(phase.scriptCalls) / phase.actions, 3),
       percent(phase.clientCpuSeconds, phase.wallSeconds),
     ];
   });
   return markdownTable(
-    ['shards', 'wall s', `commands on ${names}`, `CPU s on ${names}`, 'busiest master: CPU s / wall s', 'Redis CPU µs per action (all masters)', 'bench process: CPU s / wall s'],
+    ['shards', 'wall s', `commands on ${names}`, `CPU s on ${names}`, 'busiest master: CPU s / wall s', 'Redis CPU µs per action (all masters)', 'script calls per action', 'bench process: CPU s / wall s'],
     rows,
-    [true, true, true, true, true, true, true],
+    [true, true, true, true, true, true, true, true],
   );
 }
 

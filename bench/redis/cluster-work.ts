@@ -7,7 +7,10 @@ import { ServerWork } from './redis-stats';
 
 export interface MasterWork {
   readonly name: string;
+  /** Every command, those run inside scripts included. */
   readonly calls: number;
+  /** EVALSHA and EVAL calls: the library's round trips that reached this master. */
+  readonly scriptCalls: number;
   readonly cpuSeconds: number;
 }
 
@@ -40,7 +43,12 @@ export class ClusterWork {
     const ends = await Promise.all(this.works.map((work) => work.end()));
     return {
       // The bench's own INFO and CONFIG calls are left out by ServerWork.
-      masters: ends.map((end, n) => ({ name: this.masters[n].name, calls: end.commands.reduce((sum, stat) => sum + stat.calls, 0), cpuSeconds: end.cpuSeconds })),
+      masters: ends.map((end, n) => ({
+        name: this.masters[n].name,
+        calls: end.commands.reduce((sum, stat) => sum + stat.calls, 0),
+        scriptCalls: end.commands.filter((stat) => stat.command === 'evalsha' || stat.command === 'eval').reduce((sum, stat) => sum + stat.calls, 0),
+        cpuSeconds: end.cpuSeconds,
+      })),
       wallSeconds,
       clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
     };
