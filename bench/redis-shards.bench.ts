@@ -387,7 +387,7 @@ async function main(): Promise<void> {
     console.log(ceilingLines(byCount).join('\n'));
     const clean = [...byCount.values()].flat().every((run) => run.drain.lost === 0 && run.drain.duplicates === 0 && run.drain.left === 0);
     console.log(`- lost / duplicated / left over, every drain: ${clean ? 'none' : 'SOME (see the table)'}`);
-    console.log(`- machine load average (1 / 5 / 15 min) at start / end: ${loadAtStart} / ${loadAverage()}`);
+    console.log(`- machine load average (1 / 5 / 15 min): ${loadAtStart} at the start, ${loadAverage()} at the end`);
     console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s`);
   } finally {
     await bench.close();
