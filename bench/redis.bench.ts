@@ -32,6 +32,7 @@ import { Ceiling, redisBenchmarkVersion } from './redis/ceiling';
 import { allKeys, commandStats, keyBytes, parseInfo, ServerWork, usedMemory } from './redis/redis-stats';
 import type { CommandStat } from './redis/redis-stats';
 import { WorkerPool } from './redis/worker-pool';
+import { pump } from './redis/pump';
 import { fmt, markdownTable, median, quantile, xorshift32 } from './support';
 
 const QUICK = process.env.BENCH_REDIS_QUICK === '1';
@@ -75,42 +76,6 @@ function ratio(value: number): string {
 }
 
 const mark = (met: boolean): string => (met ? 'met' : 'NOT met');
-
-/**
- * Runs `op(0)`, `op(1)`, ... keeping `inFlight` calls outstanding, until
- * `count` were started or `untilMs` (performance.now()) passed. Returns how
- * many completed and the elapsed seconds.
- */
-async function pump(inFlight: number, limit: { count?: number; untilMs?: number }, op: (n: number) => Promise<void>): Promise<{ done: number; seconds: number }> {
-  const startedAt = performance.now();
-  let started = 0;
-  let done = 0;
-  let active = 0;
-  const more = (): boolean => (limit.count === undefined || started < limit.count) && (limit.untilMs === undefined || performance.now() < limit.untilMs);
-  await new Promise<void>((resolve, reject) => {
-    let failed = false;
-    const launch = (): void => {
-      while (!failed && active < inFlight && more()) {
-        const n = started++;
-        active++;
-        op(n).then(
-          () => {
-            active--;
-            done++;
-            launch();
-          },
-          (error: unknown) => {
-            failed = true;
-            reject(error);
-          },
-        );
-      }
-      if (active === 0 && !failed) resolve();
-    };
-    launch();
-  });
-  return { done, seconds: (performance.now() - startedAt) / 1000 };
-}
 
 /** Calls `bulk` with consecutive batches of `size` until `count` were given or `untilMs` passed. */
 async function pumpBatches(size: number, limit: { count?: number; untilMs?: number }, bulk: (first: number, count: number) => Promise<void>): Promise<{ done: number; seconds: number }> {
