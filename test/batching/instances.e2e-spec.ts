@@ -40,6 +40,8 @@ describe('collect on Redis: concurrent producers on two instances', () => {
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.teardown());
   afterEach(() => fixture.shutdown());
+  // Two apps boot in this test: on a busy machine that alone can take seconds.
+  jest.setTimeout(30_000);
 
   it('delivers every item exactly once, in batches of at most maxItems, each in its producers\' order', async () => {
     const apps = [await fixture.boot(), await fixture.bootPeer()];

@@ -233,7 +233,8 @@ describe.each(conformanceDrivers())('conformance: inputs on the $name driver', (
   });
 
   it('every payload round-trips as JSON: the same on schedule, get, list and in the handler', async () => {
-    const at = fx.now() + 100;
+    // Far enough that none starts running before the listing below, however slow the machine is (it would be listed first).
+    const at = fx.now() + 3_000;
     for (const [n, { payload, received }] of ROUND_TRIPS.entries()) {
       const pending = await t.delay.schedule(TOPIC.basic, `p${n}`, { at, payload });
       expect(pending.payload).toStrictEqual(received);
@@ -242,7 +243,7 @@ describe.each(conformanceDrivers())('conformance: inputs on the $name driver', (
     const listed = await t.delay.list(TOPIC.basic);
     expect(listed.items.map((action) => action.payload)).toStrictEqual(ROUND_TRIPS.map(({ received }) => received));
 
-    await fx.waitFor(() => t.probe.calls.length === ROUND_TRIPS.length, 'every run', 100 + fx.latenessMs);
+    await fx.waitFor(() => t.probe.calls.length === ROUND_TRIPS.length, 'every run', at - fx.now() + fx.latenessMs);
     const byKey = new Map(t.probe.calls.map((call) => [call.key, call.payload]));
     ROUND_TRIPS.forEach(({ name, received }, n) => {
       expect({ name, payload: byKey.get(`p${n}`) }).toStrictEqual({ name, payload: received });
