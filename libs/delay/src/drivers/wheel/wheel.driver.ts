@@ -81,6 +81,8 @@ export class WheelDriver implements DelayDriver {
   private readonly wheel: TimingWheel;
   private readonly topicStates = new Map<string, TopicState>();
   private readonly topicsById: TopicState[] = [];
+  /** The topic of the latest schedule or cancel: most calls name the same topic as the one before. */
+  private lastTopic: TopicState | undefined;
   private readonly inFlight = new InFlightTracker();
 
   private consumer: DelayConsumer | undefined;
@@ -132,10 +134,10 @@ export class WheelDriver implements DelayDriver {
   }
 
   async cancel(topic: string, key: string): Promise<boolean> {
-    const state = this.topicStates.get(topic);
-    const i = state?.index.get(key);
+    const last = this.lastTopic;
+    const state = last !== undefined && topic === last.name ? last : this.topicStates.get(topic);
+    const i = state?.index.take(key);
     if (state === undefined || i === undefined) return false;
-    state.index.delete(key);
     // A running action is left to its handler; its outcome will find it orphaned and drop it.
     if (this.arena.where[i] === RUNNING) {
       this.orphan(state, i);
@@ -550,6 +552,8 @@ export class WheelDriver implements DelayDriver {
   // ---- helpers ---------------------------------------------------------
 
   private topic(name: string): TopicState {
+    const last = this.lastTopic;
+    if (last !== undefined && name === last.name) return last;
     let state = this.topicStates.get(name);
     if (!state) {
       if (this.topicsById.length >= 0xffff) throw new RangeError('The wheel driver supports at most 65535 topics');
@@ -557,6 +561,7 @@ export class WheelDriver implements DelayDriver {
       this.topicStates.set(name, state);
       this.topicsById.push(state);
     }
+    this.lastTopic = state;
     return state;
   }
 
