@@ -25,4 +25,7 @@ module.exports = {
     { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'] },
   ],
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  // Two test files at a time even on two cores (Jest would run one): most end-to-end tests wait on real time
+  // and real processes, not on the CPU, and each keeps its assertions independent of how busy the machine is.
+  maxWorkers: 2,
 };
