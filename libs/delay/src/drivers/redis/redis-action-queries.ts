@@ -23,10 +23,7 @@ export class RedisActionQueries {
   }
 
   async list(topic: string, shards: readonly TopicKeys[], page: Required<PageRequest>): Promise<StoredAction[]> {
-    if (shards.length === 1) return this.listShard(topic, shards[0], page);
-    const head = { offset: 0, limit: page.offset + page.limit };
-    const parts = await Promise.all(shards.map((keys) => this.listShard(topic, keys, head)));
-    return parts.flat().sort(compareListed).slice(page.offset, page.offset + page.limit);
+    return mergedPage(shards, page, compareListed, (keys, shardPage) => this.listShard(topic, keys, shardPage));
   }
 
   async count(shards: readonly TopicKeys[]): Promise<number> {
@@ -35,10 +32,7 @@ export class RedisActionQueries {
   }
 
   async listDead(topic: string, shards: readonly TopicKeys[], page: Required<PageRequest>): Promise<StoredDeadAction[]> {
-    if (shards.length === 1) return this.listDeadShard(topic, shards[0], page);
-    const head = { offset: 0, limit: page.offset + page.limit };
-    const parts = await Promise.all(shards.map((keys) => this.listDeadShard(topic, keys, head)));
-    return parts.flat().sort(compareDead).slice(page.offset, page.offset + page.limit);
+    return mergedPage(shards, page, compareDead, (keys, shardPage) => this.listDeadShard(topic, keys, shardPage));
   }
 
   async countDead(shards: readonly TopicKeys[]): Promise<number> {
@@ -66,6 +60,19 @@ export class RedisActionQueries {
       return record === null ? [] : [parseDeadRecord(topic, member, record)];
     });
   }
+}
+
+/** One shard: its own page. Several: the first offset + limit of each, merged in `compare` order, then the page cut out. */
+async function mergedPage<T>(
+  shards: readonly TopicKeys[],
+  page: Required<PageRequest>,
+  compare: (a: T, b: T) => number,
+  read: (keys: TopicKeys, page: Required<PageRequest>) => Promise<T[]>,
+): Promise<T[]> {
+  if (shards.length === 1) return read(shards[0], page);
+  const head = { offset: 0, limit: page.offset + page.limit };
+  const parts = await Promise.all(shards.map((keys) => read(keys, head)));
+  return parts.flat().sort(compare).slice(page.offset, page.offset + page.limit);
 }
 
 function compareListed(a: StoredAction, b: StoredAction): number {
