@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import IORedis from 'ioredis';
 import { DelayService } from 'nestjs-delay';
 import { redisAppSuite } from './support/redis-app-suite';
@@ -94,5 +96,25 @@ describe('Redis driver: the schedule path', () => {
     const token = (key: string): number => parseInt(env[key].split('|')[0], 36);
     expect([token('one'), token('two'), token('three')]).toEqual([ahead + 1, ahead + 2, ahead + 3]);
     expect(await raw.get(seqKey)).toBe(String(ahead + 3));
+  });
+  it('encodes times and tokens in base 36 exactly as JavaScript does, at every length', async () => {
+    // The encoder every script includes; run here on its own, against toString(36).
+    const encoding = readFileSync(join(__dirname, '../../libs/delay/src/drivers/redis/lua/include/encoding.lua'), 'utf8');
+    const lua = `${encoding}\nlocal out = {}\nfor i = 1, #ARGV do out[i] = b36(tonumber(ARGV[i])) end\nreturn out`;
+    const values = [0, 1, 9, 10, 35, 36, 1295, 1296, Date.now(), Date.now() * 1000 + 999, Number.MAX_SAFE_INTEGER];
+    for (let digits = 1; digits <= 10; digits++) values.push(36 ** digits - 1, 36 ** digits, 36 ** digits + 1);
+    let seed = 20261123;
+    for (let n = 0; n < 200; n++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      values.push(Math.floor((seed / 2 ** 31) * 10 ** (1 + (n % 16))));
+    }
+    const raw = new IORedis(suite.url());
+    try {
+      const encoded = (await raw.eval(lua, 0, ...values.map((value) => String(value)))) as string[];
+      expect(encoded).toEqual(values.map((value) => value.toString(36)));
+      await expect(raw.eval(lua, 0, '-1')).rejects.toThrow('a time before 1970 cannot be stored');
+    } finally {
+      await raw.quit();
+    }
   });
 });
