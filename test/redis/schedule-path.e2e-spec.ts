@@ -82,6 +82,59 @@ describe('Redis driver: the schedule path', () => {
     expect(await delay.get(TOPIC, 'old')).toEqual(results[1]);
   });
 
+  it('scheduleMany makes its Redis calls per call, not per entry, and 1,000 entries land as given', async () => {
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'calls' }, consume: false }, []);
+    const delay = app.get(DelayService);
+    await delay.count(TOPIC);
+    const raw = new IORedis(suite.url());
+    try {
+      const entries = Array.from({ length: 1_000 }, (_, n) => ({ key: `order-${n}`, delay: 60_000 + n, payload: { n } }));
+      await raw.config('RESETSTAT');
+      const results = await delay.scheduleMany(TOPIC, entries);
+      const stats = String(await raw.info('commandstats'));
+      const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      // 2,000 field-value pairs go in two calls of 1,000 arguments (Lua passes a bounded number of values).
+      // HSET: those two, plus at most two for the topic's entry in the shard-layout registry (a first arming announces it).
+      expect([calls('hmget'), calls('zadd'), calls('hget')]).toEqual([1, 2, 0]);
+      expect(calls('hset')).toBeGreaterThanOrEqual(2);
+      expect(calls('hset')).toBeLessThanOrEqual(4);
+      expect(results.map((action) => action.key)).toEqual(entries.map((entry) => entry.key));
+      const scores = await raw.zrange(`calls:{${TOPIC}}:due`, 0, -1, 'WITHSCORES');
+      const dueOf = new Map<string, number>();
+      for (let n = 0; n < scores.length; n += 2) dueOf.set(scores[n], Number(scores[n + 1]));
+      expect(dueOf.size).toBe(1_000);
+      for (const action of results) expect(dueOf.get(action.key)).toBe(action.dueAt.getTime());
+      for (const n of [0, 499, 500, 999]) expect(await delay.get(TOPIC, `order-${n}`)).toEqual(results[n]);
+    } finally {
+      await raw.quit();
+    }
+  });
+
+  it('scheduleMany: a running key re-armed earlier in the same call is no longer running for a later keep', async () => {
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'lease' }, consume: false }, []);
+    const delay = app.get(DelayService);
+    await delay.schedule(TOPIC, 'r', { delay: 50_000, payload: { v: 'old' } });
+    const raw = new IORedis(suite.url());
+    try {
+      // As a claim would: the key holds a lease, so its handler counts as running.
+      await raw.zadd(`lease:{${TOPIC}}:active`, Date.now() + 60_000, 'r');
+      const results = await delay.scheduleMany(TOPIC, [
+        { key: 'r', delay: 40_000, payload: { v: 'kept' }, ifExists: 'keep' },
+        { key: 'r', delay: 30_000, payload: { v: 'new' } },
+        { key: 'r', delay: 20_000, payload: { v: 'kept again' }, ifExists: 'keep' },
+      ]);
+      expect(results.map((action) => [action.payload, action.state])).toEqual([
+        [{ v: 'old' }, 'running'],
+        [{ v: 'new' }, 'waiting'],
+        [{ v: 'new' }, 'waiting'],
+      ]);
+      expect(await raw.zscore(`lease:{${TOPIC}}:active`, 'r')).toBeNull();
+      expect(await delay.get(TOPIC, 'r')).toEqual(results[1]);
+    } finally {
+      await raw.quit();
+    }
+  });
+
   it('mints a token past the last one when the server clock is behind it', async () => {
     const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'tok' }, consume: false }, []);
     const delay = app.get(DelayService);

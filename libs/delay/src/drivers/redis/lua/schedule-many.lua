@@ -24,6 +24,11 @@ kept entry, in entry order}
   nothing was written: code -1 too far in the past, -2 beyond the horizon,
   -3 its key has an open batch (from collect).
   In 'check' mode: {now, 0} when every entry would be accepted, else as above.
+
+Cost: the calls are per call, not per entry (one HMGET reads every key's
+arming, one HSET and one ZADD write them all), since a redis.call costs
+about as much as the work of an entry; only a kept entry makes one of its
+own (ZSCORE).
 ]]
 --@include clock
 --@include encoding
@@ -31,20 +36,35 @@ kept entry, in entry order}
 local now, micros = serverTime()
 local maxPast = tonumber(ARGV[1])
 local horizon = tonumber(ARGV[2])
+local entries = (#ARGV - 5) / 5
+
+-- Sends `args` with one call per `step` of them: Lua's unpack has a limit on how many values it can pass.
+local function callInChunks(command, key, args)
+  local step = 1000
+  for first = 1, #args, step do
+    redis.call(command, key, unpack(args, first, math.min(first + step - 1, #args)))
+  end
+end
 
 local dues = {}
-local found = {}
-local entries = (#ARGV - 5) / 5
+local keys = {}
 for n = 1, entries do
   local base = 5 + (n - 1) * 5
-  local dueAt
-  if ARGV[base + 2] == 'delay' then dueAt = now + tonumber(ARGV[base + 3]) else dueAt = tonumber(ARGV[base + 3]) end
+  if ARGV[base + 2] == 'delay' then dues[n] = now + tonumber(ARGV[base + 3]) else dues[n] = tonumber(ARGV[base + 3]) end
+  keys[n] = ARGV[base + 1]
+end
+local found = {}
+for first = 1, entries, 1000 do
+  local part = redis.call('HMGET', KEYS[2], unpack(keys, first, math.min(first + 999, entries)))
+  for n = 1, #part do found[first + n - 1] = part[n] end
+end
+-- Refusals in entry order, as if each entry were checked alone.
+for n = 1, entries do
+  local dueAt = dues[n]
   if dueAt < 0 or dueAt < now - maxPast then return {now, -1, n, tostring(dueAt)} end
   if dueAt > now + horizon then return {now, -2, n, tostring(dueAt)} end
-  local existing = redis.call('HGET', KEYS[2], ARGV[base + 1])
+  local existing = found[n]
   if existing and string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {now, -3, n, ''} end
-  dues[n] = dueAt
-  found[n] = existing
 end
 if ARGV[5] == 'check' then return {now, 0} end
 
@@ -56,23 +76,36 @@ local earliest = nil
 local tokens = tokenMinter(KEYS[4], micros)
 local traced = ''
 if ARGV[4] ~= '' then traced = '~' .. ARGV[4] end
+local envelopes = {}
+local scores = {}
+local leases = {}
 for n = 1, entries do
   local base = 5 + (n - 1) * 5
-  local key = ARGV[base + 1]
+  local key = keys[n]
   local existing = written[key] or found[n]
   if existing and ARGV[base + 5] == 'keep' then
-    if redis.call('ZSCORE', KEYS[3], key) then result[n + 1] = 4 else result[n + 1] = 3 end
+    -- Armed again earlier in this call: not running (that arming dropped the lease).
+    if not written[key] and redis.call('ZSCORE', KEYS[3], key) then result[n + 1] = 4 else result[n + 1] = 3 end
     kept[#kept + 1] = existing
   else
     local envelope = tokens.next() .. traced .. '|1|' .. b36(dues[n]) .. '|' .. ARGV[base + 4]
-    redis.call('HSET', KEYS[2], key, envelope)
-    redis.call('ZADD', KEYS[1], dues[n], key)
-    if existing then redis.call('ZREM', KEYS[3], key) end
+    -- A key given twice is written twice in these lists: the later pair wins, as the later call would.
+    envelopes[#envelopes + 1] = key
+    envelopes[#envelopes + 1] = envelope
+    scores[#scores + 1] = dues[n]
+    scores[#scores + 1] = key
+    -- A run of the previous arming may still be going: it loses its lease and its ack will not match.
+    if existing then leases[#leases + 1] = key end
     written[key] = envelope
     if earliest == nil or dues[n] < earliest then earliest = dues[n] end
     if existing then result[n + 1] = 2 else result[n + 1] = 1 end
   end
 end
+if #envelopes > 0 then
+  callInChunks('HSET', KEYS[2], envelopes)
+  callInChunks('ZADD', KEYS[1], scores)
+end
+if #leases > 0 then callInChunks('ZREM', KEYS[3], leases) end
 tokens.save()
 for n = 1, #kept do result[entries + 1 + n] = kept[n] end
 
