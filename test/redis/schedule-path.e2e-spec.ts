@@ -88,7 +88,8 @@ describe('Redis driver: the schedule path', () => {
     await delay.count(TOPIC);
     const raw = new IORedis(suite.url());
     try {
-      const entries = Array.from({ length: 1_000 }, (_, n) => ({ key: `order-${n}`, delay: 60_000 + n, payload: { n } }));
+      // Runs of three share a due time (a batch often does), and every due time differs from the next run's.
+      const entries = Array.from({ length: 1_000 }, (_, n) => ({ key: `order-${n}`, delay: 60_000 + Math.floor(n / 3), payload: { n } }));
       await raw.config('RESETSTAT');
       const results = await delay.scheduleMany(TOPIC, entries);
       const stats = String(await raw.info('commandstats'));
@@ -104,6 +105,9 @@ describe('Redis driver: the schedule path', () => {
       for (let n = 0; n < scores.length; n += 2) dueOf.set(scores[n], Number(scores[n + 1]));
       expect(dueOf.size).toBe(1_000);
       for (const action of results) expect(dueOf.get(action.key)).toBe(action.dueAt.getTime());
+      // The envelope (token|attempt|dueAt|payload, times in base 36) holds the same due time as the ZSET.
+      const envelopes = await raw.hgetall(`calls:{${TOPIC}}:env`);
+      for (const action of results) expect(parseInt(envelopes[action.key].split('|')[2], 36)).toBe(action.dueAt.getTime());
       for (const n of [0, 499, 500, 999]) expect(await delay.get(TOPIC, `order-${n}`)).toEqual(results[n]);
     } finally {
       await raw.quit();
@@ -149,6 +153,16 @@ describe('Redis driver: the schedule path', () => {
     const token = (key: string): number => parseInt(env[key].split('|')[0], 36);
     expect([token('one'), token('two'), token('three')]).toEqual([ahead + 1, ahead + 2, ahead + 3]);
     expect(await raw.get(seqKey)).toBe(String(ahead + 3));
+
+    // Many tokens in one call, across digits that roll over ('9' to 'a', 'z' to the next place).
+    const rolling = parseInt(`${(ahead + 10).toString(36).slice(0, -2)}zx`, 36);
+    await raw.set(seqKey, String(rolling));
+    const keys = Array.from({ length: 80 }, (_, n) => `many-${n}`);
+    await delay.scheduleMany(TOPIC, keys.map((key) => ({ key, delay: 60_000 })));
+    const many = await raw.hgetall(`tok:{${TOPIC}}:env`);
+    const tokens = keys.map((key) => many[key].split('|')[0]);
+    expect(tokens).toEqual(keys.map((_, n) => (rolling + 1 + n).toString(36)));
+    expect(await raw.get(seqKey)).toBe(String(rolling + 80));
   });
   it('encodes times and tokens in base 36 exactly as JavaScript does, at every length', async () => {
     // The encoder every script includes; run here on its own, against toString(36).

@@ -79,6 +79,8 @@ if ARGV[4] ~= '' then traced = '~' .. ARGV[4] end
 local envelopes = {}
 local scores = {}
 local leases = {}
+-- Entries of one batch often share a due time (the same delay, from the same `now`): encoded once.
+local lastDue, lastDueText = nil, nil
 for n = 1, entries do
   local base = 5 + (n - 1) * 5
   local key = keys[n]
@@ -88,7 +90,8 @@ for n = 1, entries do
     if not written[key] and redis.call('ZSCORE', KEYS[3], key) then result[n + 1] = 4 else result[n + 1] = 3 end
     kept[#kept + 1] = existing
   else
-    local envelope = tokens.next() .. traced .. '|1|' .. b36(dues[n]) .. '|' .. ARGV[base + 4]
+    if dues[n] ~= lastDue then lastDue, lastDueText = dues[n], b36(dues[n]) end
+    local envelope = tokens.next() .. traced .. '|1|' .. lastDueText .. '|' .. ARGV[base + 4]
     -- A key given twice is written twice in these lists: the later pair wins, as the later call would.
     envelopes[#envelopes + 1] = key
     envelopes[#envelopes + 1] = envelope
