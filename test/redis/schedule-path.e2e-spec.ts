@@ -100,7 +100,7 @@ describe('Redis driver: the schedule path', () => {
       expect(calls('hset')).toBeGreaterThanOrEqual(2);
       expect(calls('hset')).toBeLessThanOrEqual(4);
       expect(results.map((action) => action.key)).toEqual(entries.map((entry) => entry.key));
-      const scores = await raw.zrange(`calls:{${TOPIC}}:due`, 0, -1, 'WITHSCORES');
+      const scores = await raw.zrange(`calls:{${TOPIC}}:due`, '0', '-1', 'WITHSCORES');
       const dueOf = new Map<string, number>();
       for (let n = 0; n < scores.length; n += 2) dueOf.set(scores[n], Number(scores[n + 1]));
       expect(dueOf.size).toBe(1_000);
