@@ -14,6 +14,7 @@ import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
 import { BatchStatus, CollectOptions, DueTime, ScheduleEntry, ScheduleOptions } from './interfaces/schedule-options.interface';
 import {
+  keptByJson,
   parsePayload,
   serializePayload,
   toCollectSpec,
@@ -108,9 +109,11 @@ export class DelayService {
 
   /**
    * Reports a driver's schedule result: an event unless it was kept, and the
-   * action as the caller sees it. When the caller's payload was written, a
-   * payload that JSON gives back unchanged (a string, a boolean, null, a
-   * plain number) is returned as is rather than parsed back from its JSON.
+   * action as the caller sees it. When the caller's payload was written and
+   * JSON gives it back unchanged (plain data: see keptByJson), the caller's
+   * value itself is returned rather than parsed back from the JSON the
+   * service has just made; otherwise the stored form is (a Date as its ISO
+   * string, an undefined property left out).
    */
   private scheduled<TPayload>({ action, outcome }: ScheduleResult, payload: unknown): PendingAction<TPayload> {
     if (outcome === 'kept') return toPendingAction<TPayload>(action, parsePayload(action.payload));
@@ -118,7 +121,7 @@ export class DelayService {
     if (events.listening) {
       events.publish({ type: 'scheduled', topic: action.topic, key: action.key, at: events.now(), dueAt: new Date(action.dueAt), attempt: action.attempt });
     }
-    return toPendingAction<TPayload>(action, survivesJson(payload) ? payload : parsePayload(action.payload));
+    return toPendingAction<TPayload>(action, payload === undefined || keptByJson(payload) ? payload : parsePayload(action.payload));
   }
 
   /**
@@ -294,21 +297,6 @@ function keyOfDeadId(id: string): string {
 const MAX_SCHEDULE_MANY = 1000;
 
 const OPTIONS_REQUIRED = 'options are required, e.g. { delay: "30m" }';
-
-/** True when JSON.parse(JSON.stringify(payload)) is payload itself, so there is nothing to parse back. */
-function survivesJson(payload: unknown): boolean {
-  switch (typeof payload) {
-    case 'undefined':
-    case 'string':
-    case 'boolean':
-      return true;
-    case 'number':
-      // NaN and the infinities come back as null, -0 as 0.
-      return Number.isFinite(payload) && !Object.is(payload, -0);
-    default:
-      return payload === null;
-  }
-}
 
 function toPendingAction<TPayload>(action: StoredAction, payload: unknown): PendingAction<TPayload> {
   return {

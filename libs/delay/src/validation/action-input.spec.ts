@@ -1,5 +1,5 @@
 import { PayloadNotSerializableError } from '../errors/payload-not-serializable.error';
-import { serializePayload } from './action-input';
+import { keptByJson, serializePayload } from './action-input';
 
 const LIMIT = 64 * 1024;
 
@@ -51,5 +51,44 @@ describe('serializePayload', () => {
     cycle.self = cycle;
     expect(() => serializePayload(cycle, LIMIT)).toThrow(PayloadNotSerializableError);
     expect(() => serializePayload({ amount: BigInt(10) }, LIMIT)).toThrow(/BigInt/);
+  });
+});
+
+describe('keptByJson', () => {
+  const kept: unknown[] = ['text', '', 0, 1.5, -3, true, false, null, [], {}, { order: { id: 'o-1', lines: [{ sku: 'A', qty: 2 }], note: null } }, [1, 'two', [3], { four: 4 }]];
+  // (undefined is no payload at all: the service returns it as is without asking.)
+  const changed: unknown[] = [
+    NaN,
+    Infinity,
+    -0,
+    { gone: undefined },
+    [1, undefined],
+    new Array(3),
+    [-0],
+    { at: new Date(0) },
+    new Date(0),
+    Object.assign(Object.create(null) as object, { id: 7 }),
+    new (class Money {
+      cents = 5;
+    })(),
+  ];
+
+  it('says yes only for values JSON gives back equal, type for type', () => {
+    for (const value of kept) {
+      expect(keptByJson(value)).toBe(true);
+      expect(JSON.parse(JSON.stringify(value)) as unknown).toStrictEqual(value);
+    }
+    for (const value of changed) {
+      expect(keptByJson(value)).toBe(false);
+      const json = JSON.stringify(value) as string | undefined;
+      expect(json === undefined ? undefined : (JSON.parse(json) as unknown)).not.toStrictEqual(value);
+    }
+  });
+
+  it('says no for what it does not walk: a function, a toJSON, nesting past its depth', () => {
+    expect(keptByJson({ f: () => 1 })).toBe(false);
+    expect(keptByJson({ toJSON: () => 1 })).toBe(false);
+    expect(keptByJson(nested(40, 1))).toBe(false);
+    expect(keptByJson(nested(20, 1))).toBe(true);
   });
 });

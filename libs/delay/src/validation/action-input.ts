@@ -137,6 +137,43 @@ function isPlainValue(value: unknown, depth: number): boolean {
   }
 }
 
+/**
+ * True when `JSON.parse(JSON.stringify(payload))` gives back a value equal to
+ * `payload` (same properties, same values), so the value itself can stand for
+ * what was stored and need not be parsed back from its JSON. Stricter than
+ * isPlainData: no `undefined` (left out, or null in an array), no hole, no
+ * NaN, infinity or -0, and only objects whose prototype is Object's.
+ */
+export function keptByJson(payload: unknown): boolean {
+  return isKeptValue(payload, 0);
+}
+
+function isKeptValue(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case 'object':
+      return value === null || (depth < PLAIN_DATA_DEPTH && isKeptObject(value, depth + 1));
+    default:
+      // undefined, function, symbol, bigint
+      return false;
+  }
+}
+
+function isKeptObject(value: object, depth: number): boolean {
+  if (Array.isArray(value)) {
+    for (let n = 0; n < value.length; n++) if (!isKeptValue(value[n] as unknown, depth)) return false;
+    return true;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  for (const name in value) if (!isKeptValue((value as Record<string, unknown>)[name], depth)) return false;
+  return true;
+}
+
 /** Called by JSON.stringify on every value after toJSON: the one place a nested function or symbol can be seen. */
 function refuseLostValues(this: unknown, name: string, value: unknown): unknown {
   const type = typeof value;
