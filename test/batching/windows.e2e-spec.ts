@@ -128,9 +128,11 @@ describe.each(batchDrivers())('collect: when a batch is handed over ($name)', (f
     expect(first.firedAt - first.dueAt).toBeLessThanOrEqual(fixture.latenessMs);
     // The window did slide (the second item moved the due time) ...
     expect(statuses[1].dueAt.getTime()).toBeGreaterThan(statuses[0].dueAt.getTime());
-    // ... until maxWait capped it: the batch's last item alone would have made it due later.
-    for (const status of statuses) expect(status.dueAt.getTime()).toBeLessThanOrEqual(openedAt + maxWait);
     expect(first.items.length).toBeGreaterThanOrEqual(3);
+    // ... until maxWait capped it: the batch's last item alone would have made it due later. (On a
+    // busy machine an item can arrive after the batch was handed over but before its run was seen
+    // here: that item opened the next batch, with a due time of its own, checked at the end.)
+    for (const status of statuses.slice(0, first.items.length)) expect(status.dueAt.getTime()).toBeLessThanOrEqual(openedAt + maxWait);
     expect(first.items).toEqual(sent.slice(0, first.items.length));
     expect(statuses[first.items.length - 1].dueAt.getTime()).toBe(openedAt + maxWait);
 
