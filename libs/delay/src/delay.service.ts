@@ -14,9 +14,6 @@ import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
 import { BatchStatus, CollectOptions, DueTime, ScheduleEntry, ScheduleOptions } from './interfaces/schedule-options.interface';
 import {
-  keptByJson,
-  parsePayload,
-  serializePayload,
   toCollectSpec,
   toDueSpec,
   toRescheduleDueSpec,
@@ -26,6 +23,7 @@ import {
   validatePage,
   validateTopic,
 } from './validation/action-input';
+import { parsePayload, payloadShape, PayloadShape, serializePayload } from './validation/payload-json';
 
 /**
  * Schedules, moves, cancels and inspects delayed actions. Every input is
@@ -56,17 +54,18 @@ export class DelayService {
     const validKey = validateKey(key);
     if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError(OPTIONS_REQUIRED);
     const { payload } = options;
+    const shape = payloadShape(payload);
     const command: ScheduleCommand = {
       topic,
       key: validKey,
       due: toDueSpec(options),
-      payload: serializePayload(payload, this.options.maxPayloadBytes),
+      payload: serializePayload(payload, this.options.maxPayloadBytes, shape),
       ifExists: validateIfExists(options.ifExists),
       maxPastMs: this.options.maxPastMs,
       trace: this.currentTrace(),
     };
     const result = await this.driver.schedule(command);
-    return this.scheduled<TPayload>(result, payload);
+    return this.scheduled<TPayload>(result, payload, shape);
   }
 
   /**
@@ -79,20 +78,22 @@ export class DelayService {
     if (!Array.isArray(entries)) throw new InvalidScheduleOptionsError('scheduleMany takes an array of entries');
     if (entries.length > MAX_SCHEDULE_MANY) throw new InvalidScheduleOptionsError(`scheduleMany takes at most ${MAX_SCHEDULE_MANY} entries, got ${entries.length}`);
     if (entries.length === 0) return [];
-    const commands = entries.map((entry) => this.toEntry(typeof entry === 'object' && entry !== null ? entry.key : undefined, entry));
+    const shapes: PayloadShape[] = [];
+    const commands = entries.map((entry, n) => this.toEntry(typeof entry === 'object' && entry !== null ? entry.key : undefined, entry, shapes, n));
     const results = await this.driver.scheduleMany({ topic, entries: commands, maxPastMs: this.options.maxPastMs });
-    return results.map((result, n) => this.scheduled<TPayload>(result, entries[n].payload));
+    return results.map((result, n) => this.scheduled<TPayload>(result, entries[n].payload, shapes[n]));
   }
 
-  /** Checks one schedule's key and options and serialises its payload: what a driver's schedule takes. */
-  private toEntry(key: unknown, options: ScheduleOptions | undefined): Omit<ScheduleCommand, 'topic' | 'maxPastMs'> {
+  /** Checks one schedule's key and options and serialises its payload (its shape goes to `shapes[n]`): what a driver's schedule takes. */
+  private toEntry(key: unknown, options: ScheduleOptions | undefined, shapes: PayloadShape[], n: number): Omit<ScheduleCommand, 'topic' | 'maxPastMs'> {
     const validKey = validateKey(key);
     if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError(OPTIONS_REQUIRED);
+    const shape = (shapes[n] = payloadShape(options.payload));
     return {
       key: validKey,
       due: toDueSpec(options),
       ifExists: validateIfExists(options.ifExists),
-      payload: serializePayload(options.payload, this.options.maxPayloadBytes),
+      payload: serializePayload(options.payload, this.options.maxPayloadBytes, shape),
       trace: this.currentTrace(),
     };
   }
@@ -110,18 +111,18 @@ export class DelayService {
   /**
    * Reports a driver's schedule result: an event unless it was kept, and the
    * action as the caller sees it. When the caller's payload was written and
-   * JSON gives it back unchanged (plain data: see keptByJson), the caller's
-   * value itself is returned rather than parsed back from the JSON the
-   * service has just made; otherwise the stored form is (a Date as its ISO
-   * string, an undefined property left out).
+   * JSON gives it back unchanged (its shape is Kept), the caller's value
+   * itself is returned rather than parsed back from the JSON the service has
+   * just made; otherwise the stored form is (a Date as its ISO string, an
+   * undefined property left out).
    */
-  private scheduled<TPayload>({ action, outcome }: ScheduleResult, payload: unknown): PendingAction<TPayload> {
+  private scheduled<TPayload>({ action, outcome }: ScheduleResult, payload: unknown, shape: PayloadShape): PendingAction<TPayload> {
     if (outcome === 'kept') return toPendingAction<TPayload>(action, parsePayload(action.payload));
     const { events } = this;
     if (events.listening) {
       events.publish({ type: 'scheduled', topic: action.topic, key: action.key, at: events.now(), dueAt: new Date(action.dueAt), attempt: action.attempt });
     }
-    return toPendingAction<TPayload>(action, payload === undefined || keptByJson(payload) ? payload : parsePayload(action.payload));
+    return toPendingAction<TPayload>(action, payload === undefined || shape === PayloadShape.Kept ? payload : parsePayload(action.payload));
   }
 
   /**

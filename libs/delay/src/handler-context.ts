@@ -1,7 +1,7 @@
 import { HandlerRun } from './handler-run';
 import { DelayContext } from './interfaces/delay-context.interface';
 import { Delivery } from './interfaces/delay-driver.interface';
-import { parsePayload } from './validation/action-input';
+import { parsePayload } from './validation/payload-json';
 
 /**
  * The DelayContext a handler receives. A class, so every context has one

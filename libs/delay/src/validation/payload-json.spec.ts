@@ -1,5 +1,7 @@
 import { PayloadNotSerializableError } from '../errors/payload-not-serializable.error';
-import { keptByJson, serializePayload } from './action-input';
+import { payloadShape, PayloadShape, serializePayload } from './payload-json';
+
+const keptByJson = (value: unknown): boolean => payloadShape(value) === PayloadShape.Kept;
 
 const LIMIT = 64 * 1024;
 
@@ -54,7 +56,7 @@ describe('serializePayload', () => {
   });
 });
 
-describe('keptByJson', () => {
+describe('payloadShape', () => {
   const kept: unknown[] = ['text', '', 0, 1.5, -3, true, false, null, [], {}, { order: { id: 'o-1', lines: [{ sku: 'A', qty: 2 }], note: null } }, [1, 'two', [3], { four: 4 }]];
   // (undefined is no payload at all: the service returns it as is without asking.)
   const changed: unknown[] = [
@@ -73,7 +75,7 @@ describe('keptByJson', () => {
     })(),
   ];
 
-  it('says yes only for values JSON gives back equal, type for type', () => {
+  it('says Kept only for values JSON gives back equal, type for type', () => {
     for (const value of kept) {
       expect(keptByJson(value)).toBe(true);
       expect(JSON.parse(JSON.stringify(value)) as unknown).toStrictEqual(value);
@@ -85,10 +87,14 @@ describe('keptByJson', () => {
     }
   });
 
-  it('says no for what it does not walk: a function, a toJSON, nesting past its depth', () => {
-    expect(keptByJson({ f: () => 1 })).toBe(false);
-    expect(keptByJson({ toJSON: () => 1 })).toBe(false);
-    expect(keptByJson(nested(40, 1))).toBe(false);
-    expect(keptByJson(nested(20, 1))).toBe(true);
+  it('says Plain for what JSON changes without dropping anything it refuses, Other for what the replacer must check', () => {
+    expect([NaN, -0, { gone: undefined }, [1, undefined], new Array(2), Object.assign(Object.create(null) as object, { id: 7 })].map(payloadShape)).toEqual(
+      Array(6).fill(PayloadShape.Plain),
+    );
+    expect([{ f: () => 1 }, [Symbol('s')], { toJSON: () => 1 }, new Date(0), { at: new Date(0) }, nested(40, 1), BigInt(1)].map(payloadShape)).toEqual(
+      Array(7).fill(PayloadShape.Other),
+    );
+    expect(payloadShape(nested(20, 1))).toBe(PayloadShape.Kept);
+    expect(payloadShape(nested(20, undefined))).toBe(PayloadShape.Plain);
   });
 });
