@@ -38,12 +38,18 @@ local maxPast = tonumber(ARGV[1])
 local horizon = tonumber(ARGV[2])
 local entries = (#ARGV - 5) / 5
 
--- Sends `args` with one call per `step` of them: Lua's unpack has a limit on how many values it can pass.
+-- Calls `command` on `key` with `args`, 1,000 at a time (Lua's unpack passes a
+-- bounded number of values); returns the replies of a command that answers
+-- with a list (HMGET), joined in order.
 local function callInChunks(command, key, args)
-  local step = 1000
-  for first = 1, #args, step do
-    redis.call(command, key, unpack(args, first, math.min(first + step - 1, #args)))
+  local replies = {}
+  for first = 1, #args, 1000 do
+    local reply = redis.call(command, key, unpack(args, first, math.min(first + 999, #args)))
+    if type(reply) == 'table' then
+      for n = 1, #reply do replies[#replies + 1] = reply[n] end
+    end
   end
+  return replies
 end
 
 local dues = {}
@@ -53,11 +59,7 @@ for n = 1, entries do
   if ARGV[base + 2] == 'delay' then dues[n] = now + tonumber(ARGV[base + 3]) else dues[n] = tonumber(ARGV[base + 3]) end
   keys[n] = ARGV[base + 1]
 end
-local found = {}
-for first = 1, entries, 1000 do
-  local part = redis.call('HMGET', KEYS[2], unpack(keys, first, math.min(first + 999, entries)))
-  for n = 1, #part do found[first + n - 1] = part[n] end
-end
+local found = callInChunks('HMGET', KEYS[2], keys)
 -- Refusals in entry order, as if each entry were checked alone.
 for n = 1, entries do
   local dueAt = dues[n]
