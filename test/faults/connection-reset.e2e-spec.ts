@@ -21,7 +21,7 @@ describe('faults: a connection reset during a call', () => {
   const cases: Array<{ call: string; scripts: string[]; seed: number }> = [
     { call: 'claim', scripts: ['claim'], seed: 801 },
     { call: 'ack', scripts: ['complete'], seed: 802 },
-    { call: 'schedule', scripts: ['schedule'], seed: 803 },
+    { call: 'schedule (alone or gathered with others of its tick)', scripts: ['schedule', 'scheduleMany'], seed: 803 },
   ];
 
   it.each(cases)('a reset during $call: nothing lost, nothing early, no call hangs (seed $seed)', async ({ scripts, seed }) => {

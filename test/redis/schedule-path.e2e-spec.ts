@@ -1,12 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import IORedis from 'ioredis';
-import { DelayService } from 'nestjs-delay';
+import { ActionKindConflictError, DelayService, DriverUnavailableError, DueTimeOutOfRangeError } from 'nestjs-delay';
+import { RedisDriver } from '../../libs/delay/src/drivers/redis/redis.driver';
+import { ScheduleCommand, ScheduleResult } from '../../libs/delay/src/interfaces/delay-driver.interface';
+import { TestRedisServer } from '../support/redis-server';
 import { redisAppSuite } from './support/redis-app-suite';
 
 const TOPIC = 'path.orders';
 
 /** Counts the writes the client's socket makes to the operating system from now on (one writev for many buffered chunks counts once). */
+/** Calls of each command since the last CONFIG RESETSTAT (INFO commandstats). */
+async function commandCalls(raw: IORedis): Promise<(command: string) => number> {
+  const stats = String(await raw.info('commandstats'));
+  return (command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+}
+
 function countWrites(client: IORedis): { readonly count: number } {
   type Flush = (...args: unknown[]) => unknown;
   const socket = (client as unknown as { stream: { _write: Flush; _writev?: Flush } }).stream;
@@ -183,5 +192,134 @@ describe('Redis driver: the schedule path', () => {
     } finally {
       await raw.quit();
     }
+  });
+
+  describe('schedule calls of one tick are gathered into one script call', () => {
+    const TRACE = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const command = (key: string, due: ScheduleCommand['due'], extra: Partial<ScheduleCommand> = {}): ScheduleCommand => ({
+      topic: TOPIC,
+      key,
+      due,
+      payload: JSON.stringify({ key }),
+      ifExists: 'replace',
+      maxPastMs: 60_000,
+      ...extra,
+    });
+
+    async function connectedDriver(url: string, prefix: string): Promise<RedisDriver> {
+      const driver = new RedisDriver({ type: 'redis', url, prefix, commandTimeout: '500ms' });
+      await driver.connect();
+      return driver;
+    }
+
+    it('each call keeps its own outcome, refusal and trace, as if sent alone and in order', async () => {
+      const prefix = 'gather';
+      const driver = await connectedDriver(suite.url(), prefix);
+      const raw = suite.raw();
+      try {
+        await driver.schedule(command('kept', { delayMs: 50_000 }));
+        await driver.schedule(command('running', { delayMs: 50_000 }));
+        await driver.schedule(command('replaced', { delayMs: 50_000 }));
+        await driver.collect({ topic: TOPIC, key: 'batch', item: '1', windowMs: 50_000, maxWaitMs: undefined, slide: false, maxItems: 10 });
+        // As a claim would: 'running' holds a lease.
+        await raw.zadd(`${prefix}:{${TOPIC}}:active`, Date.now() + 60_000, 'running');
+        await raw.config('RESETSTAT');
+        const pastAt = Date.now() - 3_600_000;
+        const calls = [
+          driver.schedule(command('new', { delayMs: 40_000 }, { trace: TRACE })),
+          driver.schedule(command('kept', { delayMs: 1_000 }, { ifExists: 'keep' })),
+          driver.schedule(command('running', { delayMs: 1_000 }, { ifExists: 'keep' })),
+          driver.schedule(command('replaced', { atMs: Date.now() + 30_000 })),
+          driver.schedule(command('past', { atMs: pastAt })),
+          driver.schedule(command('far', { delayMs: driver.horizonMs + 60_000 })),
+          driver.schedule(command('batch', { delayMs: 1_000 })),
+          // A key given twice in one tick: the second sees the first's arming, as a second call would.
+          driver.schedule(command('twice', { delayMs: 20_000 }, { payload: '"first"' })),
+          driver.schedule(command('twice', { delayMs: 10_000 }, { payload: '"second"', ifExists: 'keep' })),
+          driver.schedule(command('last', { delayMs: 40_000 }, { payload: undefined })),
+        ];
+        const settled = await Promise.allSettled(calls);
+        const calledNow = await commandCalls(raw);
+        // One script call for the ten: schedule.lua ran not once.
+        expect(calledNow('evalsha') + calledNow('eval')).toBe(1);
+        expect(calledNow('hmget')).toBe(1);
+        const value = (n: number): ScheduleResult => {
+          const outcome = settled[n];
+          if (outcome.status === 'rejected') throw new Error(`call ${n} was refused: ${String(outcome.reason)}`);
+          return outcome.value;
+        };
+        const reason = (n: number): unknown => (settled[n].status === 'rejected' ? (settled[n] as PromiseRejectedResult).reason : undefined);
+        expect([0, 1, 2, 3, 7, 8, 9].map((n) => [value(n).action.key, value(n).outcome, value(n).action.state])).toEqual([
+          ['new', 'created', 'waiting'],
+          ['kept', 'kept', 'waiting'],
+          ['running', 'kept', 'running'],
+          ['replaced', 'replaced', 'waiting'],
+          ['twice', 'created', 'waiting'],
+          ['twice', 'kept', 'waiting'],
+          ['last', 'created', 'waiting'],
+        ]);
+        const essentials = (action: ScheduleResult['action'] | null): unknown => action && [action.key, action.dueAt, action.payload, action.attempt, action.state];
+        expect(essentials(value(8).action)).toEqual(essentials(value(7).action));
+        expect(value(8).action.payload).toBe('"first"');
+        expect(value(9).action.payload).toBeUndefined();
+        expect(reason(4)).toBeInstanceOf(DueTimeOutOfRangeError);
+        expect((reason(4) as DueTimeOutOfRangeError).dueAt).toBe(pastAt);
+        expect(reason(5)).toBeInstanceOf(DueTimeOutOfRangeError);
+        expect((reason(5) as Error).message).toContain('horizon');
+        expect(reason(6)).toBeInstanceOf(ActionKindConflictError);
+        // What each armed call returned is what Redis holds; refused calls wrote nothing.
+        for (const n of [0, 1, 2, 3, 8, 9]) expect(essentials(await driver.get(TOPIC, value(n).action.key))).toEqual(essentials(value(n).action));
+        expect(await driver.get(TOPIC, 'past')).toBeNull();
+        expect(await driver.get(TOPIC, 'far')).toBeNull();
+        expect((await driver.get(TOPIC, 'batch'))?.items).toEqual(['1']);
+        const envelopes = await raw.hgetall(`${prefix}:{${TOPIC}}:env`);
+        // Each new arming carries its own call's trace context, and only its own.
+        expect(envelopes.new.split('|')[0]).toMatch(new RegExp(`~${TRACE}$`));
+        expect(envelopes.last.split('|')[0]).not.toContain('~');
+        expect(await raw.zscore(`${prefix}:{${TOPIC}}:active`, 'running')).not.toBeNull();
+      } finally {
+        await driver.close();
+      }
+    });
+
+    it('keeps the order of calls: a cancel or a read made after a schedule in the same tick comes after it', async () => {
+      const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'order' }, consume: false }, []);
+      const delay = app.get(DelayService);
+      // The topic's layout is known (the first call on a topic looks it up first).
+      await delay.schedule(TOPIC, 'warm', { delay: 60_000 });
+      const armed = Array.from({ length: 5 }, (_, n) => delay.schedule(TOPIC, `o-${n}`, { delay: 60_000 }));
+      const cancelled = delay.cancel(TOPIC, 'o-2');
+      const read = delay.get(TOPIC, 'o-4');
+      const counted = delay.count(TOPIC);
+      await Promise.all(armed);
+      expect(await cancelled).toBe(true);
+      expect((await read)?.key).toBe('o-4');
+      // warm and o-0..o-4, less o-2.
+      expect(await counted).toBe(5);
+      expect(await delay.get(TOPIC, 'o-2')).toBeNull();
+    });
+
+    it('a gathered call that gets no answer fails each of its callers within the command timeout', async () => {
+      const server = await TestRedisServer.start();
+      const driver = await connectedDriver(server.url, 'silent');
+      try {
+        await driver.schedule(command('warm', { delayMs: 60_000 }));
+        server.pause();
+        const startedAt = Date.now();
+        const settled = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => driver.schedule(command(`s-${n}`, { delayMs: 60_000 }))));
+        const elapsedMs = Date.now() - startedAt;
+        expect(settled.map((outcome) => outcome.status)).toEqual(Array.from({ length: 20 }, () => 'rejected'));
+        for (const outcome of settled) expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(DriverUnavailableError);
+        // 500 ms bound: settled well before twice that (a loaded machine is slow, not that slow).
+        expect(elapsedMs).toBeLessThan(5_000);
+        server.resume();
+        // The connection still works once the server answers again.
+        await expect(driver.schedule(command('after', { delayMs: 60_000 }))).resolves.toMatchObject({ outcome: 'created' });
+      } finally {
+        server.resume();
+        await driver.close();
+        await server.dispose();
+      }
+    });
   });
 });

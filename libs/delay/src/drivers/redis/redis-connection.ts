@@ -48,6 +48,8 @@ export class RedisConnection {
   /** Set when writes must be confirmed by replicas. */
   private writer: RedisReplicatedWriter | undefined;
   private closed = false;
+  /** Sends what a caller gathered to send later (RedisScheduler), before any other command. */
+  private pendingSends: () => void = () => undefined;
   /** The sockets corked in this tick, uncorked at its end; undefined when none is. */
   private corked: Array<{ uncork(): void }> | undefined;
 
@@ -117,8 +119,18 @@ export class RedisConnection {
     return subscriber;
   }
 
+  /**
+   * `send` is called before every command: a caller that holds commands
+   * back to gather them (RedisScheduler, until the end of a tick) sends them
+   * then, so commands still reach Redis in the order they were made.
+   */
+  beforeSend(send: () => void): void {
+    this.pendingSends = send;
+  }
+
   /** Runs a script that only reads or that the consumer retries by itself. */
   run<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
+    this.pendingSends();
     return this.bounded(name, this.send(REDIS_SCRIPTS[name].command, keys, args) as Promise<T>);
   }
 
@@ -167,12 +179,14 @@ export class RedisConnection {
    * an acknowledged call.
    */
   write<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
+    this.pendingSends();
     if (!this.writer) return this.run(name, keys, args);
     return this.writer.write<T>(name, keys, args);
   }
 
   /** Any other command, with the same bound: `send` gets the client. */
   call<T>(what: string, send: (client: RedisClient) => Promise<T>): Promise<T> {
+    this.pendingSends();
     let sent: Promise<T>;
     try {
       sent = send(this.client);

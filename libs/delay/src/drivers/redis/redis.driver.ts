@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import {
   CollectCommand,
@@ -31,6 +30,7 @@ import { LayoutView, RedisTopicLayouts } from './redis-topic-layouts';
 import { TopicLayout } from './redis-topic-layout';
 import { RedisWakeSubscriber } from './redis-wake-subscriber';
 import { RedisTopicControl } from './redis-topic-control';
+import { dueArgs, refusal, RedisScheduler } from './redis-scheduler';
 import { DriverHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
 
@@ -67,6 +67,7 @@ export class RedisDriver implements DelayDriver {
   private readonly layouts: RedisTopicLayouts;
   private readonly queries: RedisActionQueries;
   private readonly control: RedisTopicControl;
+  private readonly scheduler: RedisScheduler;
   private readonly storeResetListeners: Array<(detail: string) => void> = [];
   private subscriber: RedisWakeSubscriber | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -102,6 +103,7 @@ export class RedisDriver implements DelayDriver {
       (topic, view) => this.carryPauseOver(topic, view),
     );
     this.queries = new RedisActionQueries(this.connection);
+    this.scheduler = new RedisScheduler(this.connection, this.horizonMs, this.clockSkew);
     this.control = new RedisTopicControl(this.connection, this.prefix, async (topic, forWrite) =>
       allShards(forWrite ? (this.layouts.writable(topic) ?? (await this.layouts.load(topic, true))) : await this.view(topic)),
     );
@@ -130,12 +132,12 @@ export class RedisDriver implements DelayDriver {
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
     const view = this.layouts.writable(command.topic) ?? (await this.layouts.load(command.topic, true));
     if (view.others.length > 0) return this.scheduleAcrossLayouts(command, view);
-    return this.scheduleIn(view.current.keysFor(command.key), command);
+    return this.scheduler.schedule(view.current.keysFor(command.key), command);
   }
 
   async scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
     const view = this.layouts.writable(command.topic) ?? (await this.layouts.load(command.topic, true));
-    if (view.others.length === 0 && view.current.count === 1) return this.scheduleManyIn(view.current.shards[0], command, command.entries, 'write');
+    if (view.others.length === 0 && view.current.count === 1) return this.scheduler.scheduleMany(view.current.shards[0], command, command.entries, 'write');
     return this.scheduleManySharded(command, view);
   }
 
@@ -282,51 +284,6 @@ export class RedisDriver implements DelayDriver {
 
   // ---- one shard -------------------------------------------------------
 
-  private async scheduleIn(keys: TopicKeys, command: ScheduleCommand): Promise<ScheduleResult> {
-    const [mode, value] = dueArgs(command.due);
-    const reply = await this.connection.write<Reply>(
-      'schedule',
-      [keys.due, keys.env, keys.active, keys.seq],
-      [command.key, mode, value, command.payload ?? '', command.ifExists, command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.trace)],
-    );
-    const status = Number(reply[0]);
-    if (status === 1 || status === 2) {
-      // Armed: the script does not send the envelope back, everything in it is known here.
-      const now = Number(reply[1]);
-      this.clockSkew.value = now - Date.now();
-      return { action: armedAction(command.topic, command.key, command.payload, dueAtOf(command.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
-    }
-    this.checkStatus(reply, command.maxPastMs, command.due);
-    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
-    return { action: toStoredAction(command.topic, command.key, String(reply[1]), Number(reply[3]) === 1, ''), outcome: 'kept' };
-  }
-
-  /** One atomic call for entries of one shard ('check' writes nothing and only refuses). */
-  private async scheduleManyIn(keys: TopicKeys, command: ScheduleManyCommand, entries: ScheduleManyCommand['entries'], mode: 'write' | 'check'): Promise<ScheduleResult[]> {
-    // One call is one request: the first entry's trace context stands for all of them.
-    const args: Array<string | number> = [command.maxPastMs, this.horizonMs, keys.wake, storableTrace(command.entries[0]?.trace), mode];
-    for (const entry of entries) args.push(entry.key, ...dueArgs(entry.due), entry.payload ?? '', entry.ifExists);
-    const reply = await this.connection.write<Reply>('scheduleMany', [keys.due, keys.env, keys.active, keys.seq], args);
-    const now = Number(reply[0]);
-    this.clockSkew.value = now - Date.now();
-    const code = Number(reply[1]);
-    if (code < 0) {
-      const entry = entries[Number(reply[2]) - 1];
-      if (code === -3) throw new ActionKindConflictError(command.topic, entry.key, 'batch');
-      this.checkStatus([code, reply[3], reply[0]], command.maxPastMs, entry.due);
-    }
-    if (mode === 'check') return [];
-    // Statuses first, then the existing envelope of each kept entry, in entry order.
-    let nextKept = 1 + entries.length;
-    return entries.map((entry, n): ScheduleResult => {
-      const status = Number(reply[1 + n]);
-      if (status === 1 || status === 2) {
-        return { action: armedAction(command.topic, entry.key, entry.payload, dueAtOf(entry.due, now)), outcome: status === 1 ? 'created' : 'replaced' };
-      }
-      return { action: toStoredAction(command.topic, entry.key, String(reply[nextKept++]), status === 4, ''), outcome: 'kept' };
-    });
-  }
-
   private async cancelIn(keys: TopicKeys, key: string): Promise<boolean> {
     return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
   }
@@ -338,8 +295,7 @@ export class RedisDriver implements DelayDriver {
       [keys.due, keys.env, keys.active, keys.seq],
       [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
     );
-    const status = this.checkStatus(reply, command.maxPastMs, command.due);
-    if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'batch');
+    const status = this.checkStatus(reply, command.maxPastMs, command.due, command.topic, command.key);
     if (status === 0) return null;
     return toStoredAction(command.topic, command.key, String(reply[1]), false, '');
   }
@@ -366,7 +322,7 @@ export class RedisDriver implements DelayDriver {
     const found = await this.findIn(view.others, command.topic, command.key);
     if (found?.action.items !== undefined) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     if (found && command.ifExists === 'keep') return { action: found.action, outcome: 'kept' };
-    const result = await this.scheduleIn(view.current.keysFor(command.key), command);
+    const result = await this.scheduler.schedule(view.current.keysFor(command.key), command);
     if (!found || result.outcome === 'kept') return result;
     await this.cancelIn(found.keys, command.key);
     return { action: result.action, outcome: 'replaced' };
@@ -407,11 +363,11 @@ export class RedisDriver implements DelayDriver {
       else groups.set(keys, [item]);
     }
     if (groups.size > 1) {
-      await Promise.all(Array.from(groups, ([keys, group]) => this.scheduleManyIn(keys, command, group.map(({ entry }) => entry), 'check')));
+      await Promise.all(Array.from(groups, ([keys, group]) => this.scheduler.scheduleMany(keys, command, group.map(({ entry }) => entry), 'check')));
     }
     await Promise.all(
       Array.from(groups, async ([keys, group]) => {
-        const written = await this.scheduleManyIn(keys, command, group.map(({ entry }) => entry), 'write');
+        const written = await this.scheduler.scheduleMany(keys, command, group.map(({ entry }) => entry), 'write');
         group.forEach(({ index }, n) => (results[index] = written[n]));
       }),
     );
@@ -480,13 +436,10 @@ export class RedisDriver implements DelayDriver {
   // ---- helpers ---------------------------------------------------------
 
   /** Turns a script's range refusal into the same typed error the wheel throws. */
-  private checkStatus(reply: Reply, maxPastMs: number, due: DueSpec): number {
+  private checkStatus(reply: Reply, maxPastMs: number, due: DueSpec, topic: string, key: string): number {
     const status = Number(reply[0]);
-    // Lua prints numbers to 14 digits: an absolute time is reported as it was asked for.
-    const dueAt = 'atMs' in due ? due.atMs : Number(reply[1]);
-    if (status === -1) throw new DueTimeOutOfRangeError(dueAt, `more than ${maxPastMs} ms in the past (option maxPast)`);
-    if (status === -2) throw new DueTimeOutOfRangeError(dueAt, `beyond the driver's horizon of ${this.horizonMs} ms from now`);
     this.clockSkew.value = Number(reply[2]) - Date.now();
+    if (status < 0) throw refusal(status, topic, { key, due }, reply[1], maxPastMs, this.horizonMs);
     return status;
   }
 
@@ -536,18 +489,4 @@ export class RedisDriver implements DelayDriver {
 /** Every shard of every known layout of a topic. */
 function allShards(view: LayoutView): TopicKeys[] {
   return view.all.flatMap((layout) => layout.shards);
-}
-
-function dueArgs(due: DueSpec): ['delay' | 'at', number] {
-  return 'delayMs' in due ? ['delay', due.delayMs] : ['at', due.atMs];
-}
-
-/** The due time a schedule script stored, from its `now`: it keeps whole ms (base 36 of the floor). */
-function dueAtOf(due: DueSpec, now: number): number {
-  return Math.floor('delayMs' in due ? now + due.delayMs : due.atMs);
-}
-
-/** What a schedule that armed stored: attempt 1, waiting, the payload as given ('' is no payload, as in an envelope). */
-function armedAction(topic: string, key: string, payload: string | undefined, dueAt: number): StoredAction {
-  return { topic, key, payload: payload === '' ? undefined : payload, dueAt, attempt: 1, state: 'waiting' };
 }

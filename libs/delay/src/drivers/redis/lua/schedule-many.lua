@@ -1,7 +1,10 @@
 --[[
-schedule-many: arms many actions of one topic in one call, all or nothing.
-Each entry behaves exactly as schedule.lua; if any due time is out of range,
-nothing at all is written.
+schedule-many: arms many actions of one topic in one call. In 'write' mode
+all or nothing: each entry behaves exactly as schedule.lua, and if any is
+refused, nothing at all is written. In 'each' mode the entries are separate
+schedule calls the driver gathered from one tick (many callers, one round
+trip): each entry behaves exactly as schedule.lua would alone, in order, and
+a refused entry refuses only itself.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
@@ -11,18 +14,22 @@ ARGV[1] max past, ms
 ARGV[2] horizon, ms
 ARGV[3] wake channel
 ARGV[4] trace context of the request (carried in each new token after a '~'), or ''
-ARGV[5] 'write', or 'check': only check every entry and write nothing (a
-        topic spread over shards checks each shard's group before writing any)
-ARGV[6..] five per entry: key, 'delay' or 'at', value (ms), payload JSON or '', 'replace' or 'keep'
+        ('each' mode: unused, each entry carries its own)
+ARGV[5] 'write'; 'check': only check every entry and write nothing (a
+        topic spread over shards checks each shard's group before writing
+        any); or 'each'
+ARGV[6..] five per entry: key, 'delay' or 'at', value (ms), payload JSON or '',
+        'replace' or 'keep'; in 'each' mode six, the sixth the entry's trace context or ''
 
-Returns {now, status1, status2, ..., statusN, then one existing envelope per
-kept entry, in entry order}
-  status 1 created, 2 replaced, 3 kept and waiting, 4 kept and running.
-  The caller has the payloads and computes each due time from `now`
-  (attempt 1), so new envelopes are not sent back.
-  Or {now, code, index, dueAt} when entry `index` (1-based) is refused and
-  nothing was written: code -1 too far in the past, -2 beyond the horizon,
-  -3 its key has an open batch (from collect).
+Returns {now, status1, status2, ..., statusN, then the extras, in entry order}
+  status 1 created, 2 replaced, 3 kept and waiting, 4 kept and running;
+  in 'each' mode also -1 too far in the past, -2 beyond the horizon (both
+  with the due time as an extra), -3 its key has an open batch (from collect).
+  Extras: the existing envelope of each kept entry, the due time of each
+  entry refused for it. The caller has the payloads and computes each due
+  time from `now` (attempt 1), so new envelopes are not sent back.
+  In 'write' and 'check' mode, {now, code, index, dueAt} when entry `index`
+  (1-based) is refused and nothing was written, code as above.
   In 'check' mode: {now, 0} when every entry would be accepted, else as above.
 
 Cost: the calls are per call, not per entry (one HMGET reads every key's
@@ -36,7 +43,10 @@ own (ZSCORE).
 local now, micros = serverTime()
 local maxPast = tonumber(ARGV[1])
 local horizon = tonumber(ARGV[2])
-local entries = (#ARGV - 5) / 5
+local each = ARGV[5] == 'each'
+local stride = 5
+if each then stride = 6 end
+local entries = (#ARGV - 5) / stride
 
 -- Calls `command` on `key` with `args`, 1,000 at a time (Lua's unpack passes a
 -- bounded number of values); returns the replies of a command that answers
@@ -55,24 +65,35 @@ end
 local dues = {}
 local keys = {}
 for n = 1, entries do
-  local base = 5 + (n - 1) * 5
+  local base = 5 + (n - 1) * stride
   if ARGV[base + 2] == 'delay' then dues[n] = now + tonumber(ARGV[base + 3]) else dues[n] = tonumber(ARGV[base + 3]) end
   keys[n] = ARGV[base + 1]
 end
 local found = callInChunks('HMGET', KEYS[2], keys)
--- Refusals in entry order, as if each entry were checked alone.
+-- Refusals in entry order, as if each entry were checked alone: the first
+-- refuses the whole call, or in 'each' mode only its own entry.
+local refusals, refusedDues = {}, {}
 for n = 1, entries do
   local dueAt = dues[n]
-  if dueAt < 0 or dueAt < now - maxPast then return {now, -1, n, tostring(dueAt)} end
-  if dueAt > now + horizon then return {now, -2, n, tostring(dueAt)} end
   local existing = found[n]
-  if existing and string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then return {now, -3, n, ''} end
+  local code, detail = nil, ''
+  if dueAt < 0 or dueAt < now - maxPast then
+    code, detail = -1, tostring(dueAt)
+  elseif dueAt > now + horizon then
+    code, detail = -2, tostring(dueAt)
+  elseif existing and string.match(existing, '^[^|]*|[^|]*|[^|]*|#') then
+    code = -3
+  end
+  if code then
+    if not each then return {now, code, n, detail} end
+    refusals[n], refusedDues[n] = code, detail
+  end
 end
 if ARGV[5] == 'check' then return {now, 0} end
 
 -- What an earlier entry of this same call wrote: a key given twice sees its first arming, as two calls would.
 local written = {}
-local kept = {}
+local extras = {}
 local result = {now}
 local earliest = nil
 local tokens = tokenMinter(KEYS[4], micros)
@@ -84,13 +105,20 @@ local leases = {}
 -- Entries of one batch often share a due time (the same delay, from the same `now`): encoded once.
 local lastDue, lastDueText = nil, nil
 for n = 1, entries do
-  local base = 5 + (n - 1) * 5
+  local base = 5 + (n - 1) * stride
   local key = keys[n]
   local existing = written[key] or found[n]
-  if existing and ARGV[base + 5] == 'keep' then
+  if each then
+    traced = ARGV[base + 6]
+    if traced ~= '' then traced = '~' .. traced end
+  end
+  if refusals[n] then
+    result[n + 1] = refusals[n]
+    if refusedDues[n] ~= '' then extras[#extras + 1] = refusedDues[n] end
+  elseif existing and ARGV[base + 5] == 'keep' then
     -- Armed again earlier in this call: not running (that arming dropped the lease).
     if not written[key] and redis.call('ZSCORE', KEYS[3], key) then result[n + 1] = 4 else result[n + 1] = 3 end
-    kept[#kept + 1] = existing
+    extras[#extras + 1] = existing
   else
     if dues[n] ~= lastDue then lastDue, lastDueText = dues[n], b36(dues[n]) end
     local envelope = tokens.next() .. traced .. '|1|' .. lastDueText .. '|' .. ARGV[base + 4]
@@ -112,7 +140,7 @@ if #envelopes > 0 then
 end
 if #leases > 0 then callInChunks('ZREM', KEYS[3], leases) end
 tokens.save()
-for n = 1, #kept do result[entries + 1 + n] = kept[n] end
+for n = 1, #extras do result[entries + 1 + n] = extras[n] end
 
 if earliest ~= nil then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
