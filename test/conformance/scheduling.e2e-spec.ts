@@ -80,6 +80,49 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
     expect(await t.delay.get(TOPIC.basic, 'x')).toBeNull();
   });
 
+  it('schedule calls made together read as if made one after another: each its own outcome, a refusal refuses only its call', async () => {
+    await t.delay.collect(TOPIC.basic, 'batch', 'item', { window: '1h' });
+    // Made in one tick, none awaited before the next is made (on Redis they share one script call).
+    const calls = [
+      t.delay.schedule(TOPIC.basic, 'x', { delay: 100, payload: { v: 1 } }),
+      t.delay.schedule(TOPIC.basic, 'x', { delay: 400, payload: { v: 2 }, ifExists: 'keep' }),
+      t.delay.schedule(TOPIC.basic, 'old', { at: fx.now() - 2 * 86_400_000 }),
+      t.delay.schedule(TOPIC.basic, 'batch', { delay: 100 }),
+      t.delay.schedule(TOPIC.basic, 'gone', { delay: 100, payload: { v: 'gone' } }),
+      t.delay.schedule(TOPIC.basic, 'x', { delay: 150, payload: { v: 3 } }),
+      t.delay.schedule(TOPIC.basic, 'y', { delay: 150 }),
+    ];
+    const cancelled = t.delay.cancel(TOPIC.basic, 'gone');
+    const settled = await Promise.allSettled(calls);
+    expect(await cancelled).toBe(true);
+    const outcome = (n: number): unknown => {
+      const result = settled[n];
+      return result.status === 'fulfilled' ? [result.value.key, result.value.payload] : (result.reason as { code?: string }).code;
+    };
+    expect(settled.map((_, n) => outcome(n))).toEqual([
+      ['x', { v: 1 }],
+      ['x', { v: 1 }],
+      'ERR_DELAY_DUE_TIME_OUT_OF_RANGE',
+      'ERR_DELAY_KIND_CONFLICT',
+      ['gone', { v: 'gone' }],
+      ['x', { v: 3 }],
+      ['y', undefined],
+    ]);
+    const last = settled[5].status === 'fulfilled' ? settled[5].value : undefined;
+    expect(await t.delay.get(TOPIC.basic, 'x')).toEqual(last);
+    expect(await t.delay.get(TOPIC.basic, 'old')).toBeNull();
+    expect(await t.delay.get(TOPIC.basic, 'gone')).toBeNull();
+    // The batch, x and y.
+    expect(await t.delay.count(TOPIC.basic)).toBe(3);
+
+    await fx.waitFor(() => t.probe.calls.length >= 2, 'the runs of x and y', 150 + fx.latenessMs + 100);
+    await fx.elapse(400);
+    expect(t.probe.calls.map((call) => [call.key, call.payload]).sort()).toEqual([
+      ['x', { v: 3 }],
+      ['y', undefined],
+    ]);
+  });
+
   it("ifExists 'replace' (the default) re-arms with the new time and payload; the old arming never fires", async () => {
     const first = await t.delay.schedule(TOPIC.basic, 'user-1', { delay: 100, payload: { beat: 1 } });
     const second = await t.delay.schedule(TOPIC.basic, 'user-1', { delay: 300, payload: { beat: 2 } });
