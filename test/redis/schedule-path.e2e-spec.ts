@@ -299,6 +299,16 @@ describe('Redis driver: the schedule path', () => {
       expect(await delay.get(TOPIC, 'o-2')).toBeNull();
     });
 
+    it('calls gathered when the driver is closed in the same tick are still sent, before the connection ends', async () => {
+      const driver = await connectedDriver(suite.url(), 'closing');
+      await driver.schedule(command('warm', { delayMs: 60_000 }));
+      const calls = [driver.schedule(command('c-1', { delayMs: 60_000 })), driver.schedule(command('c-2', { delayMs: 60_000 }))];
+      const closed = driver.close();
+      expect((await Promise.all(calls)).map((result) => result.outcome)).toEqual(['created', 'created']);
+      await closed;
+      expect(await suite.raw().hkeys(`closing:{${TOPIC}}:env`)).toEqual(expect.arrayContaining(['c-1', 'c-2']));
+    });
+
     it('a gathered call that gets no answer fails each of its callers within the command timeout', async () => {
       const server = await TestRedisServer.start();
       const driver = await connectedDriver(server.url, 'silent');

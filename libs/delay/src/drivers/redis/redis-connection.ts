@@ -197,6 +197,8 @@ export class RedisConnection {
   }
 
   async close(): Promise<void> {
+    // Calls made before close go out before QUIT, as they would have without gathering.
+    this.pendingSends();
     this.closed = true;
     this.writer?.close();
     if (!this.owned) return;
