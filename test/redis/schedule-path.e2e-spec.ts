@@ -299,6 +299,56 @@ describe('Redis driver: the schedule path', () => {
       expect(await delay.get(TOPIC, 'o-2')).toBeNull();
     });
 
+    it('gathered calls end exactly as the same calls made one at a time (random sequences, 5 seeds)', async () => {
+      const raw = suite.raw();
+      const KEYS = ['a', 'b', 'c', 'd', 'e', 'run', 'batch'];
+      for (const seed of [11, 12, 13, 14, 15]) {
+        let state = seed;
+        const random = (below: number): number => {
+          state = (state * 1103515245 + 12345) % 2 ** 31;
+          return Math.floor((state / 2 ** 31) * below);
+        };
+        const base = Date.now() + 600_000;
+        const calls: ScheduleCommand[] = Array.from({ length: 60 }, (_, n) => {
+          const kind = random(10);
+          const due: ScheduleCommand['due'] = kind === 0 ? { atMs: Date.now() - 2 * 86_400_000 } : kind === 1 ? { delayMs: 10 ** 15 } : { atMs: base + random(5) * 1_000 };
+          return command(KEYS[random(KEYS.length)], due, { ifExists: random(2) === 0 ? 'keep' : 'replace', payload: random(4) === 0 ? undefined : JSON.stringify({ n }) });
+        });
+        const run = async (prefix: string, gathered: boolean): Promise<unknown> => {
+          const driver = await connectedDriver(suite.url(), prefix);
+          try {
+            await driver.schedule(command('a', { atMs: base }));
+            await driver.schedule(command('run', { atMs: base }));
+            await raw.zadd(`${prefix}:{${TOPIC}}:active`, base, 'run');
+            await driver.collect({ topic: TOPIC, key: 'batch', item: '1', windowMs: 600_000, maxWaitMs: undefined, slide: false, maxItems: 10 });
+            const outcomes: Array<PromiseSettledResult<ScheduleResult>> = [];
+            if (gathered) outcomes.push(...(await Promise.allSettled(calls.map((call) => driver.schedule(call)))));
+            else for (const call of calls) outcomes.push(...(await Promise.allSettled([driver.schedule(call)])));
+            const readable = outcomes.map((outcome) =>
+              outcome.status === 'fulfilled'
+                ? [outcome.value.outcome, outcome.value.action.key, outcome.value.action.payload, outcome.value.action.dueAt, outcome.value.action.state]
+                : (outcome.reason as { code?: string }).code,
+            );
+            // What is stored: every envelope without its token, the due and active sets (the batch's
+            // times come from the moment it was opened, so only its item count is compared).
+            const envelopes = Object.entries(await raw.hgetall(`${prefix}:{${TOPIC}}:env`))
+              .map(([key, envelope]) => [key, key === 'batch' ? envelope.split('|')[3] : envelope.split('|').slice(1).join('|')])
+              .sort();
+            const scores = await raw.zrange(`${prefix}:{${TOPIC}}:due`, '0', '-1', 'WITHSCORES');
+            const due: string[] = [];
+            for (let n = 0; n < scores.length; n += 2) if (scores[n] !== 'batch') due.push(scores[n], scores[n + 1]);
+            const active = await raw.zrange(`${prefix}:{${TOPIC}}:active`, '0', '-1');
+            return { readable, envelopes, due, active };
+          } finally {
+            await driver.close();
+          }
+        };
+        const alone = await run(`alone-${seed}`, false);
+        const together = await run(`together-${seed}`, true);
+        expect({ seed, ...(together as object) }).toEqual({ seed, ...(alone as object) });
+      }
+    });
+
     it('calls gathered when the driver is closed in the same tick are still sent, before the connection ends', async () => {
       const driver = await connectedDriver(suite.url(), 'closing');
       await driver.schedule(command('warm', { delayMs: 60_000 }));
