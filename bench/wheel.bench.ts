@@ -1,8 +1,8 @@
 // The wheel benchmark: native setTimeout (with a different random delay per
 // timer, and with one fixed delay), an indexed binary heap and nestjs-delay's
-// WheelDriver (bare, through DelayService, and through DelayService with one
-// events$ subscriber), side by side in one process, at 10k, 100k and 1M
-// pending actions.
+// WheelDriver (bare, through DelayService with random delays and with one
+// fixed delay, and through DelayService with one events$ subscriber), side
+// by side in one process, at 10k, 100k and 1M pending actions.
 //
 //   npm run bench:wheel
 //   BENCH_SIZES=10000,100000 npm run bench:wheel   (a quicker run)
@@ -71,7 +71,7 @@ class TimedClock extends SystemClock {
   }
 }
 
-type ContenderId = 'timeout' | 'timeout-fixed' | 'heap' | 'wheel' | 'service' | 'service-events' | 'map';
+type ContenderId = 'timeout' | 'timeout-fixed' | 'heap' | 'wheel' | 'service' | 'service-fixed' | 'service-events' | 'map';
 
 interface Contender {
   readonly id: ContenderId;
@@ -253,10 +253,15 @@ class ServiceInstance implements Instance {
     private readonly app: INestApplicationContext,
     private readonly service: DelayService,
     private readonly clock: TimedClock,
+    private readonly fixedDelayMs: number | undefined,
   ) {}
 
-  /** With `listen`, one events$ subscriber counts the events, as a metrics exporter would. */
-  static async create(onFire: () => void, listen = false): Promise<ServiceInstance> {
+  /**
+   * With `listen`, one events$ subscriber counts the events, as a metrics
+   * exporter would. With `fixedDelayMs`, every schedule gets that delay:
+   * the like-for-like row for setTimeout's one-fixed-delay case.
+   */
+  static async create(onFire: () => void, listen = false, fixedDelayMs?: number): Promise<ServiceInstance> {
     const clock = new TimedClock();
     const app = await NestFactory.createApplicationContext(ServiceBenchModule.withClock(clock), { logger: false });
     app.get(BurstHandler).fire = onFire;
@@ -269,12 +274,14 @@ class ServiceInstance implements Instance {
       });
       keepAlive.push(() => seen);
     }
-    return new ServiceInstance(app, service, clock);
+    return new ServiceInstance(app, service, clock, fixedDelayMs);
   }
 
   async scheduleAll(keys: readonly string[], delays: Float64Array, count: number): Promise<void> {
     const { service } = this;
-    for (let i = 0; i < count; i++) await service.schedule(TOPIC, keys[i], { delay: delays[i] });
+    const fixed = this.fixedDelayMs;
+    if (fixed !== undefined) for (let i = 0; i < count; i++) await service.schedule(TOPIC, keys[i], { delay: fixed });
+    else for (let i = 0; i < count; i++) await service.schedule(TOPIC, keys[i], { delay: delays[i] });
   }
 
   async cancelAll(keys: readonly string[], count: number): Promise<void> {
@@ -333,6 +340,12 @@ const ALL_CONTENDERS: readonly Contender[] = [
   { id: 'heap', label: 'indexed binary heap', fires: true, create: async (onFire) => new HeapInstance(onFire) },
   { id: 'wheel', label: 'nestjs-delay WheelDriver', fires: true, create: (onFire) => WheelInstance.create(onFire) },
   { id: 'service', label: 'nestjs-delay DelayService (wheel)', fires: true, create: (onFire) => ServiceInstance.create(onFire) },
+  {
+    id: 'service-fixed',
+    label: 'nestjs-delay DelayService (wheel), one fixed delay',
+    fires: false,
+    create: (onFire) => ServiceInstance.create(onFire, false, FIXED_DELAY_MS),
+  },
   {
     id: 'service-events',
     label: 'nestjs-delay DelayService (wheel), one events$ subscriber',
@@ -927,20 +940,22 @@ function serviceTargets(results: readonly SizeResult[]): string {
   const at = sizeLabel(largest.count);
   const get = (id: ContenderId): OpsSample | undefined => largest.ops.get(id);
   const service = get('service');
+  const serviceFixed = get('service-fixed');
   const listened = get('service-events');
   const random = get('timeout');
   const fixed = get('timeout-fixed');
-  if (!service || !listened || !random || !fixed) return '(run every contender for these)';
+  if (!service || !serviceFixed || !listened || !random || !fixed) return '(run every contender for these)';
   const mark = (met: boolean): string => (met ? 'MET' : 'NOT MET');
   const lines = [`DelayService (wheel) at ${at}, CPU time (wall time in brackets):`];
-  const faster = (name: string, base: OpsSample, pick: (sample: OpsSample) => number, cpu: (sample: OpsSample) => number, target: number): void => {
-    const speedUp = cpu(base) / cpu(service);
-    lines.push(`- ${name}: ${fmt(cpu(service))} ns vs ${fmt(cpu(base))} ns = ${ratio(speedUp)} (wall ${ratio(pick(base) / pick(service))}) (target >= ${target}x): ${mark(speedUp >= target)}`);
+  // Like for like: each setTimeout row against the DelayService row scheduled with the same delays.
+  const faster = (name: string, ours: OpsSample, base: OpsSample, pick: (sample: OpsSample) => number, cpu: (sample: OpsSample) => number, target: number): void => {
+    const speedUp = cpu(base) / cpu(ours);
+    lines.push(`- ${name}: ${fmt(cpu(ours))} ns vs ${fmt(cpu(base))} ns = ${ratio(speedUp)} (wall ${ratio(pick(base) / pick(ours))}) (target >= ${target}x): ${mark(speedUp >= target)}`);
   };
-  faster('schedule vs setTimeout with one fixed delay', fixed, (x) => x.scheduleNs, (x) => x.scheduleCpuNs, 2);
-  faster('schedule vs setTimeout with random delays', random, (x) => x.scheduleNs, (x) => x.scheduleCpuNs, 4);
-  faster('cancel vs setTimeout (random delays)', random, (x) => x.cancelNs, (x) => x.cancelCpuNs, 2);
-  faster('cancel vs setTimeout (one fixed delay)', fixed, (x) => x.cancelNs, (x) => x.cancelCpuNs, 2);
+  faster('schedule vs setTimeout, both with one fixed delay', serviceFixed, fixed, (x) => x.scheduleNs, (x) => x.scheduleCpuNs, 2);
+  faster('schedule vs setTimeout, both with random delays', service, random, (x) => x.scheduleNs, (x) => x.scheduleCpuNs, 4);
+  faster('cancel vs setTimeout, both with random delays', service, random, (x) => x.cancelNs, (x) => x.cancelCpuNs, 2);
+  faster('cancel vs setTimeout, both with one fixed delay', serviceFixed, fixed, (x) => x.cancelNs, (x) => x.cancelCpuNs, 2);
   for (const [operation, pick, cpu] of OPERATIONS) {
     const cost = cpu(listened) / cpu(service);
     lines.push(

@@ -1,7 +1,7 @@
 import { DelayDispatcher } from './delay.dispatcher';
 import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry } from './delay-handler.registry';
-import { Delivery } from './interfaces/delay-driver.interface';
+import { Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { VirtualClock } from './time/virtual-clock';
 
 describe('DelayDispatcher', () => {
@@ -56,5 +56,87 @@ describe('DelayDispatcher with a handler that throws something JSON cannot descr
     const dispatcher = new DelayDispatcher(registry, new DelayEventBus(clock), clock);
     const outcome = await dispatcher.handle({ topic: 'order.unpaid', key: 'o-1', payload: undefined, dueAt: 0, firedAt: 0, attempt: 1, token: '1' });
     expect(outcome).toEqual({ kind: 'retry', delayMs: 1_000, error: '[object Object]' });
+  });
+});
+
+describe('DelayDispatcher.consume (the form drivers call)', () => {
+  const clock = new VirtualClock();
+  const options = (timeoutMs: number | undefined) => ({ attempts: 2, backoff: { type: 'fixed' as const, delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs });
+  const delivery = (topic: string, attempt = 1): Delivery => ({ topic, key: 'o-1', payload: undefined, dueAt: 0, firedAt: 0, attempt, token: '1' });
+  const later = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+  function dispatcherWith(invoke: () => unknown, timeoutMs?: number): DelayDispatcher {
+    const registry = new DelayHandlerRegistry();
+    registry.register({ topic: 'order.unpaid', name: 'Handlers.onUnpaid', options: options(timeoutMs), invoke });
+    return new DelayDispatcher(registry, new DelayEventBus(clock), clock);
+  }
+
+  /** Consumes one delivery; the outcomes reported so far, and whether any came before consume returned. */
+  function consume(dispatcher: DelayDispatcher, what: Delivery): { outcomes: DeliveryOutcome[]; synchronous: () => boolean } {
+    const outcomes: DeliveryOutcome[] = [];
+    let returned = false;
+    let synchronous = false;
+    dispatcher.consume(what, (outcome) => {
+      if (!returned) synchronous = true;
+      outcomes.push(outcome);
+    });
+    returned = true;
+    return { outcomes, synchronous: () => synchronous };
+  }
+
+  it.each([
+    ['an async handler', () => Promise.resolve(), { kind: 'completed' }],
+    ['a synchronous handler', () => undefined, { kind: 'completed' }],
+    ['a handler that throws', () => { throw new Error('boom'); }, { kind: 'retry', delayMs: 1_000, error: 'boom' }],
+    ['a handler that rejects', () => Promise.reject(new Error('boom')), { kind: 'retry', delayMs: 1_000, error: 'boom' }],
+    ['a thenable whose then throws', () => ({ then: () => { throw new Error('bad then'); } }), { kind: 'retry', delayMs: 1_000, error: 'bad then' }],
+  ])('reports once, and only after consume returned, for %s', async (_, invoke, expected) => {
+    const dispatcher = dispatcherWith(invoke);
+    const { outcomes, synchronous } = consume(dispatcher, delivery('order.unpaid'));
+    expect(outcomes).toEqual([]);
+    await later();
+    expect(outcomes).toEqual([expected]);
+    expect(synchronous()).toBe(false);
+    expect(dispatcher.running).toBe(0);
+  });
+
+  it('reports after consume returned when there is no handler, or the attempts are used up', async () => {
+    const dispatcher = dispatcherWith(() => undefined);
+    const none = consume(dispatcher, delivery('order.other'));
+    const spent = consume(dispatcher, delivery('order.unpaid', 3));
+    expect([...none.outcomes, ...spent.outcomes]).toEqual([]);
+    await later();
+    expect(none.outcomes).toEqual([{ kind: 'retry', delayMs: 60_000, error: 'no handler' }]);
+    expect(spent.outcomes).toMatchObject([{ kind: 'dead' }]);
+  });
+
+  it('reports a timed-out run once, at its timeout, and not again when the handler finishes later', async () => {
+    let finishHandler: () => void = () => undefined;
+    const dispatcher = dispatcherWith(() => new Promise<void>((resolve) => (finishHandler = resolve)), 50);
+    const { outcomes } = consume(dispatcher, delivery('order.unpaid'));
+    await later(20);
+    expect(outcomes).toEqual([]);
+    await later(200);
+    expect(outcomes).toEqual([{ kind: 'retry', delayMs: 1_000, error: 'timed out after 50 ms' }]);
+    finishHandler();
+    await later();
+    expect(outcomes).toHaveLength(1);
+  });
+
+  it('keeps a driver callback that throws away from the handler promise and the timer (no unhandled rejection)', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown): void => void rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const dispatcher = dispatcherWith(() => Promise.resolve());
+      dispatcher.consume(delivery('order.unpaid'), () => {
+        throw new Error('driver bug');
+      });
+      await later(10);
+      expect(rejections).toEqual([]);
+      expect(dispatcher.running).toBe(0);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
   });
 });

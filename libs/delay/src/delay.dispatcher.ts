@@ -6,9 +6,11 @@ import { HandlerAbortedError } from './errors/handler-aborted.error';
 import { HandlerContext } from './handler-context';
 import { HandlerRun, RunResult } from './handler-run';
 import { HandlerRunTracker } from './handler-run-tracker';
+import { consumerFailure } from './drivers/run-delivery';
 import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
 import { describeError } from './utils/describe-error';
+import { inMicrotask } from './utils/in-microtask';
 
 /** How long an action waits when it reaches an instance that has no handler for it. */
 const NO_HANDLER_RETRY_MS = 60_000;
@@ -50,11 +52,16 @@ export class DelayDispatcher implements DelayConsumer {
   }
 
   handle(delivery: Delivery): Promise<DeliveryOutcome> {
+    return new Promise((resolve) => this.consume(delivery, resolve));
+  }
+
+  consume(delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void {
     const { topic, key, attempt } = delivery;
     const handler = this.registry.get(topic);
     if (!handler) {
       this.logger.error(`No handler for topic "${topic}" in this process; action "${key}" is put back for ${NO_HANDLER_RETRY_MS} ms`);
-      return Promise.resolve({ kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' });
+      inMicrotask(() => report({ kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' }));
+      return;
     }
     if (attempt > handler.options.attempts) {
       // Only a run that never reported back gets here (its process died, or its lease ran out):
@@ -62,12 +69,13 @@ export class DelayDispatcher implements DelayConsumer {
       const error = `gave up after ${attempt - 1} attempt(s) that never finished (the process running them stopped)`;
       this.logger.error(`${handler.name} on "${key}": ${error}; moved to the dead set`);
       this.events.emit(() => ({ type: 'dead', topic, key, attempt, size: delivery.items?.length, error }));
-      return Promise.resolve({ kind: 'dead', error });
+      inMicrotask(() => report({ kind: 'dead', error }));
+      return;
     }
     // The hot path: no event is built, and no closure made for one, unless someone listens.
     const { events } = this;
     if (events.listening) events.publish({ type: 'fired', topic, key, at: events.now(), attempt, size: delivery.items?.length, dueAt: new Date(delivery.dueAt) });
-    return this.run(handler, delivery);
+    this.run(handler, delivery, report);
   }
 
   /**
@@ -79,7 +87,7 @@ export class DelayDispatcher implements DelayConsumer {
     for (const run of this.runs.takeAll()) {
       run.live = false;
       run.abort(new HandlerAbortedError('shutdown', message));
-      run.resolve({ ok: false, error: message, cause: 'shutdown' });
+      this.finish(run, { ok: false, error: message, cause: 'shutdown' });
     }
   }
 
@@ -113,41 +121,30 @@ export class DelayDispatcher implements DelayConsumer {
   }
 
   /**
-   * Calls the handler; resolves with the outcome when it settles, or at its
-   * timeout, whichever comes first. Never rejects, unless deciding the
-   * outcome throws (runDelivery then retries the action). The run's promise
-   * is resolved with the outcome itself, not with a result that another
-   * promise turns into one: a delivery costs one promise and one turn of the
-   * microtask queue less.
+   * Calls the handler; its outcome is reported when it settles, or at its
+   * timeout, whichever comes first, and always after this returns. A
+   * delivery costs the handler's own promise and one `then` on it: no
+   * promise or closure of the dispatcher's own, which is what lets dispatch
+   * through the service keep up with the bare driver.
    */
-  private run(handler: RegisteredHandler, delivery: Delivery): Promise<DeliveryOutcome> {
-    return new Promise<DeliveryOutcome>((resolve, reject) => {
-      const { timeoutMs } = handler.options;
-      const finish = (result: RunResult): void => {
-        try {
-          resolve(this.outcome(handler, delivery, result));
-        } catch (error) {
-          reject(error);
-        }
-      };
-      const run = new HandlerRun(handler.name, delivery, timeoutMs, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, finish);
-      this.runs.add(run);
-      let returned: unknown;
-      try {
-        returned = handler.invoke(new HandlerContext(delivery, run));
-      } catch (thrown) {
-        this.settle(run, { ok: false, error: describeError(thrown), cause: 'error' });
-        return;
-      }
+  private run(handler: RegisteredHandler, delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void {
+    const { timeoutMs } = handler.options;
+    const run = new HandlerRun(handler, delivery, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, report);
+    this.runs.add(run);
+    try {
+      const returned = handler.invoke(new HandlerContext(delivery, run));
       if (isThenable(returned)) {
         returned.then(
           () => this.settle(run, COMPLETED),
-          (thrown: unknown) => this.settle(run, { ok: false, error: describeError(thrown), cause: 'error' }),
+          (thrown: unknown) => this.settle(run, failure(thrown)),
         );
       } else {
-        this.settle(run, COMPLETED);
+        inMicrotask(() => this.settle(run, COMPLETED));
       }
-    });
+    } catch (thrown) {
+      // The handler threw before returning (or its thenable's `then` did).
+      inMicrotask(() => this.settle(run, failure(thrown)));
+    }
   }
 
   /** The handler settled: report it, unless the run was already given up (then only say it finished late). */
@@ -155,7 +152,7 @@ export class DelayDispatcher implements DelayConsumer {
     if (run.live) {
       run.live = false;
       this.runs.remove(run);
-      run.resolve(result);
+      this.finish(run, result);
       return;
     }
     if (run.abandonedAt === undefined) return;
@@ -171,8 +168,32 @@ export class DelayDispatcher implements DelayConsumer {
     run.live = false;
     run.abandonedAt = performance.now();
     run.abort(new HandlerAbortedError('timeout', `${run.handlerName} on "${run.delivery.key}" ${error}`));
-    run.resolve({ ok: false, error, cause: 'timeout' });
+    this.finish(run, { ok: false, error, cause: 'timeout' });
   }
+
+  /**
+   * Reports the run's outcome to its driver, once. Deciding the outcome only
+   * logs and emits; should it throw anyway, the action is retried. A driver
+   * callback that throws is logged here: it must not reach the handler's
+   * promise (an unhandled rejection) or the timeout's timer.
+   */
+  private finish(run: HandlerRun, result: RunResult): void {
+    let outcome: DeliveryOutcome;
+    try {
+      outcome = this.outcome(run.handler, run.delivery, result);
+    } catch (error) {
+      outcome = consumerFailure(error);
+    }
+    try {
+      run.report(outcome);
+    } catch (error) {
+      this.logger.error(`The driver failed to apply the outcome of ${run.handlerName} on "${run.delivery.key}": ${describeError(error)}`);
+    }
+  }
+}
+
+function failure(thrown: unknown): RunResult {
+  return { ok: false, error: describeError(thrown), cause: 'error' };
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

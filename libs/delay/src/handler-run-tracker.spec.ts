@@ -1,12 +1,19 @@
 import { HandlerAbortedError } from './errors/handler-aborted.error';
-import { HandlerRun, RunResult } from './handler-run';
+import { RegisteredHandler } from './delay-handler.registry';
+import { HandlerRun } from './handler-run';
 import { HandlerRunTracker } from './handler-run-tracker';
 import { Delivery } from './interfaces/delay-driver.interface';
 
 const delivery: Delivery = { topic: 't', key: 'k', payload: undefined, dueAt: 0, firedAt: 0, attempt: 1, token: '1' };
 
 function run(timeoutMs: number | undefined): HandlerRun {
-  return new HandlerRun('Test.run', delivery, timeoutMs, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, (_: RunResult) => undefined);
+  const handler: RegisteredHandler = {
+    topic: 't',
+    name: 'Test.run',
+    options: { attempts: 1, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs },
+    invoke: () => undefined,
+  };
+  return new HandlerRun(handler, delivery, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, () => undefined);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

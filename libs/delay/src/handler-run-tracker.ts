@@ -20,6 +20,9 @@ export class HandlerRunTracker {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private count = 0;
+  /** The list last used and its timeout: nearly every run of a process has the same one, so most runs skip the Map. */
+  private lastTimeoutMs: number | undefined = undefined;
+  private lastList: RunList | undefined;
 
   constructor(private readonly onTimeout: (run: HandlerRun) => void) {}
 
@@ -28,11 +31,7 @@ export class HandlerRunTracker {
   }
 
   add(run: HandlerRun): void {
-    let list = this.lists.get(run.timeoutMs);
-    if (!list) {
-      list = new RunList();
-      this.lists.set(run.timeoutMs, list);
-    }
+    const list = this.listOf(run.timeoutMs);
     run.prev = list.tail;
     if (list.tail) list.tail.next = run;
     else list.head = run;
@@ -43,7 +42,7 @@ export class HandlerRunTracker {
   }
 
   remove(run: HandlerRun): void {
-    const list = this.lists.get(run.timeoutMs) as RunList;
+    const list = this.listOf(run.timeoutMs);
     if (run.prev) run.prev.next = run.next;
     else list.head = run.next;
     if (run.next) run.next.prev = run.prev;
@@ -71,6 +70,18 @@ export class HandlerRunTracker {
     this.count = 0;
     this.disarm();
     return runs;
+  }
+
+  private listOf(timeoutMs: number | undefined): RunList {
+    if (timeoutMs === this.lastTimeoutMs && this.lastList !== undefined) return this.lastList;
+    let list = this.lists.get(timeoutMs);
+    if (!list) {
+      list = new RunList();
+      this.lists.set(timeoutMs, list);
+    }
+    this.lastTimeoutMs = timeoutMs;
+    this.lastList = list;
+    return list;
   }
 
   private arm(at: number): void {

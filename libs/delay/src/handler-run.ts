@@ -1,14 +1,15 @@
+import { RegisteredHandler } from './delay-handler.registry';
 import { HandlerAbortedError } from './errors/handler-aborted.error';
-import { Delivery } from './interfaces/delay-driver.interface';
+import { Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 
 /** How a run ended, before it is turned into an outcome. */
 export type RunResult = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly cause: 'error' | 'timeout' | 'shutdown' };
 
 /**
  * One handler run while the dispatcher waits for it: its deadline, its
- * place in the tracker's list, and its AbortSignal. The AbortController is
- * made only when the handler reads `signal`, so runs that never look at it
- * (most of them) do not pay for one.
+ * place in the tracker's list, its AbortSignal, and where its outcome goes.
+ * The AbortController is made only when the handler reads `signal`, so runs
+ * that never look at it (most of them) do not pay for one.
  */
 export class HandlerRun {
   /** Links in the tracker's list of runs with the same timeout. */
@@ -18,20 +19,26 @@ export class HandlerRun {
   live = true;
   /** When it was given up (performance.now()), if it was. */
   abandonedAt: number | undefined;
+  /** Undefined for no timeout. */
+  readonly timeoutMs: number | undefined;
   private controller: AbortController | undefined;
   private reason: HandlerAbortedError | undefined;
 
   constructor(
-    /** `ClassName.method` of the handler, for messages. */
-    readonly handlerName: string,
+    readonly handler: RegisteredHandler,
     readonly delivery: Delivery,
-    /** Undefined for no timeout. */
-    readonly timeoutMs: number | undefined,
     /** performance.now() by which it must settle; Infinity without a timeout. */
     readonly deadline: number,
-    /** Ends the dispatcher's wait. */
-    readonly resolve: (result: RunResult) => void,
-  ) {}
+    /** Where the outcome goes: the driver's callback. Called once, by the dispatcher. */
+    readonly report: (outcome: DeliveryOutcome) => void,
+  ) {
+    this.timeoutMs = handler.options.timeoutMs;
+  }
+
+  /** `ClassName.method` of the handler, for messages. */
+  get handlerName(): string {
+    return this.handler.name;
+  }
 
   get signal(): AbortSignal {
     if (!this.controller) {

@@ -173,4 +173,11 @@ export interface DelayConsumer {
   readonly topics: ReadonlyMap<string, number>;
   /** Runs the handler; never rejects. The driver applies the outcome. */
   handle(delivery: Delivery): Promise<DeliveryOutcome>;
+  /**
+   * Optional, the same as `handle` without a promise: runs the handler and
+   * calls `report` exactly once with the outcome, always after `consume` has
+   * returned (never from inside it), and never throws. Drivers use it when
+   * it is there: a delivery then costs no promise of the consumer's own.
+   */
+  consume?(delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void;
 }

@@ -256,16 +256,17 @@ export class RedisTopicConsumer {
     };
     this.running.set(delivery, member);
     this.inFlight.enter();
-    void runDelivery(this.consumer, delivery)
-      .then((outcome) => {
-        // The handler slot frees as soon as the handler is done; its ack travels with others.
-        this.running.delete(delivery);
-        this.settling.set(delivery, member);
-        // Completions in one turn of the event loop share one claim (queueClaim), whichever shard gets the slot.
-        this.settings.budget.give(1);
-        return this.settle(delivery, member, outcome).finally(() => this.settling.delete(delivery));
-      })
-      .finally(() => this.inFlight.leave());
+    runDelivery(this.consumer, delivery, (outcome) => {
+      // The handler slot frees as soon as the handler is done; its ack travels with others.
+      this.running.delete(delivery);
+      this.settling.set(delivery, member);
+      // Completions in one turn of the event loop share one claim (queueClaim), whichever shard gets the slot.
+      this.settings.budget.give(1);
+      void this.settle(delivery, member, outcome).finally(() => {
+        this.settling.delete(delivery);
+        this.inFlight.leave();
+      });
+    });
   }
 
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {

@@ -497,7 +497,7 @@ export class WheelDriver implements DelayDriver {
       token: String(arena.token[i]),
       trace: arena.traces.size > 0 ? arena.traces.get(i) : undefined,
     };
-    void runDelivery(consumer, delivery).then((outcome) => {
+    runDelivery(consumer, delivery, (outcome) => {
       state.running--;
       this.settle(state, i, delivery, outcome);
       this.inFlight.leave();
