@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { DelayDispatcher } from './delay.dispatcher';
 import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry } from './delay-handler.registry';
@@ -90,6 +91,7 @@ describe('DelayDispatcher.consume (the form drivers call)', () => {
     ['a handler that throws', () => { throw new Error('boom'); }, { kind: 'retry', delayMs: 1_000, error: 'boom' }],
     ['a handler that rejects', () => Promise.reject(new Error('boom')), { kind: 'retry', delayMs: 1_000, error: 'boom' }],
     ['a thenable whose then throws', () => ({ then: () => { throw new Error('bad then'); } }), { kind: 'retry', delayMs: 1_000, error: 'bad then' }],
+    ['a thenable whose then calls back at once', () => ({ then: (resolve: () => void) => resolve() }), { kind: 'completed' }],
   ])('reports once, and only after consume returned, for %s', async (_, invoke, expected) => {
     const dispatcher = dispatcherWith(invoke);
     const { outcomes, synchronous } = consume(dispatcher, delivery('order.unpaid'));
@@ -123,20 +125,45 @@ describe('DelayDispatcher.consume (the form drivers call)', () => {
     expect(outcomes).toHaveLength(1);
   });
 
-  it('keeps a driver callback that throws away from the handler promise and the timer (no unhandled rejection)', async () => {
-    const rejections: unknown[] = [];
-    const onRejection = (reason: unknown): void => void rejections.push(reason);
-    process.on('unhandledRejection', onRejection);
+  it('logs a driver callback that throws, and keeps it from the handler promise and the timer', async () => {
+    const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     try {
       const dispatcher = dispatcherWith(() => Promise.resolve());
       dispatcher.consume(delivery('order.unpaid'), () => {
         throw new Error('driver bug');
       });
       await later(10);
-      expect(rejections).toEqual([]);
+      expect(logged).toHaveBeenCalledWith(expect.stringContaining('driver bug'));
       expect(dispatcher.running).toBe(0);
     } finally {
-      process.off('unhandledRejection', onRejection);
+      logged.mockRestore();
+    }
+  });
+
+  it('reports a run aborted at shutdown once, and stays silent when its handler finishes later', async () => {
+    let finishHandler: () => void = () => undefined;
+    const dispatcher = dispatcherWith(() => new Promise<void>((resolve) => (finishHandler = resolve)));
+    const { outcomes } = consume(dispatcher, delivery('order.unpaid'));
+    await later();
+    dispatcher.abortRunning('shutting down');
+    expect(outcomes).toEqual([{ kind: 'retry', delayMs: 0, error: 'shutting down' }]);
+    finishHandler();
+    await later();
+    expect(outcomes).toHaveLength(1);
+    expect(dispatcher.running).toBe(0);
+  });
+
+  it('retries the action when deciding its outcome throws', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => {
+      throw new Error('logger down');
+    });
+    try {
+      const dispatcher = dispatcherWith(() => Promise.reject(new Error('boom')));
+      const { outcomes } = consume(dispatcher, delivery('order.unpaid'));
+      await later();
+      expect(outcomes).toEqual([{ kind: 'retry', delayMs: 1_000, error: 'logger down' }]);
+    } finally {
+      warn.mockRestore();
     }
   });
 });

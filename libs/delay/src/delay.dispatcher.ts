@@ -1,12 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { backoffDelay } from './delay.module-definition';
+import { consumerFailure } from './drivers/consumer-failure';
 import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry, RegisteredHandler } from './delay-handler.registry';
 import { HandlerAbortedError } from './errors/handler-aborted.error';
 import { HandlerContext } from './handler-context';
 import { HandlerRun, RunResult } from './handler-run';
 import { HandlerRunTracker } from './handler-run-tracker';
-import { consumerFailure } from './drivers/run-delivery';
 import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
 import { describeError } from './utils/describe-error';
@@ -60,7 +60,7 @@ export class DelayDispatcher implements DelayConsumer {
     const handler = this.registry.get(topic);
     if (!handler) {
       this.logger.error(`No handler for topic "${topic}" in this process; action "${key}" is put back for ${NO_HANDLER_RETRY_MS} ms`);
-      inMicrotask(() => report({ kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' }));
+      inMicrotask(() => this.tell(report, { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' }, delivery));
       return;
     }
     if (attempt > handler.options.attempts) {
@@ -69,7 +69,7 @@ export class DelayDispatcher implements DelayConsumer {
       const error = `gave up after ${attempt - 1} attempt(s) that never finished (the process running them stopped)`;
       this.logger.error(`${handler.name} on "${key}": ${error}; moved to the dead set`);
       this.events.emit(() => ({ type: 'dead', topic, key, attempt, size: delivery.items?.length, error }));
-      inMicrotask(() => report({ kind: 'dead', error }));
+      inMicrotask(() => this.tell(report, { kind: 'dead', error }, delivery));
       return;
     }
     // The hot path: no event is built, and no closure made for one, unless someone listens.
@@ -81,7 +81,7 @@ export class DelayDispatcher implements DelayConsumer {
   /**
    * Aborts every handler still running (shutdown calls it once its wait is
    * over): their signals fire and their runs end as failed now, so no
-   * driver promise is left waiting on a handler that never settles.
+   * driver is left waiting on a handler that never settles.
    */
   abortRunning(message: string): void {
     for (const run of this.runs.takeAll()) {
@@ -123,9 +123,9 @@ export class DelayDispatcher implements DelayConsumer {
   /**
    * Calls the handler; its outcome is reported when it settles, or at its
    * timeout, whichever comes first, and always after this returns. A
-   * delivery costs the handler's own promise and one `then` on it: no
-   * promise or closure of the dispatcher's own, which is what lets dispatch
-   * through the service keep up with the bare driver.
+   * delivery costs the handler's own promise and one `then` on it (its two
+   * callbacks and the promise it makes); the dispatcher makes no promise to
+   * wait on, and no closure to resolve one.
    */
   private run(handler: RegisteredHandler, delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void {
     const { timeoutMs } = handler.options;
@@ -134,7 +134,9 @@ export class DelayDispatcher implements DelayConsumer {
     try {
       const returned = handler.invoke(new HandlerContext(delivery, run));
       if (isThenable(returned)) {
-        returned.then(
+        // Promise.resolve hands a native promise back as it is; a foreign thenable, whose `then` might call
+        // back at once (reporting inside consume) or throw, is called in a later job instead.
+        Promise.resolve(returned).then(
           () => this.settle(run, COMPLETED),
           (thrown: unknown) => this.settle(run, failure(thrown)),
         );
@@ -142,7 +144,6 @@ export class DelayDispatcher implements DelayConsumer {
         inMicrotask(() => this.settle(run, COMPLETED));
       }
     } catch (thrown) {
-      // The handler threw before returning (or its thenable's `then` did).
       inMicrotask(() => this.settle(run, failure(thrown)));
     }
   }
@@ -171,12 +172,7 @@ export class DelayDispatcher implements DelayConsumer {
     this.finish(run, { ok: false, error, cause: 'timeout' });
   }
 
-  /**
-   * Reports the run's outcome to its driver, once. Deciding the outcome only
-   * logs and emits; should it throw anyway, the action is retried. A driver
-   * callback that throws is logged here: it must not reach the handler's
-   * promise (an unhandled rejection) or the timeout's timer.
-   */
+  /** Reports the run's outcome to its driver, once. Deciding the outcome only logs and emits; should it throw anyway, the action is retried. */
   private finish(run: HandlerRun, result: RunResult): void {
     let outcome: DeliveryOutcome;
     try {
@@ -184,10 +180,19 @@ export class DelayDispatcher implements DelayConsumer {
     } catch (error) {
       outcome = consumerFailure(error);
     }
+    this.tell(run.report, outcome, run.delivery);
+  }
+
+  /**
+   * Hands an outcome to the driver's callback. One that throws is logged
+   * here: it must not reach the handler's promise (an unhandled rejection)
+   * or the timeout's timer (an uncaught exception).
+   */
+  private tell(report: (outcome: DeliveryOutcome) => void, outcome: DeliveryOutcome, delivery: Delivery): void {
     try {
-      run.report(outcome);
+      report(outcome);
     } catch (error) {
-      this.logger.error(`The driver failed to apply the outcome of ${run.handlerName} on "${run.delivery.key}": ${describeError(error)}`);
+      this.logger.error(`The driver failed to apply the outcome (${outcome.kind}) of "${delivery.topic}" / "${delivery.key}": ${describeError(error)}`);
     }
   }
 }

@@ -1,36 +1,43 @@
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../interfaces/delay-driver.interface';
-import { describeError } from '../utils/describe-error';
 import { inMicrotask } from '../utils/in-microtask';
-
-/** How long a delivery waits when its consumer broke its promise never to fail. */
-export const CONSUMER_FAILURE_RETRY_MS = 1_000;
-
-/** The outcome of a delivery whose consumer failed (threw or rejected) instead of reporting one. */
-export function consumerFailure(error: unknown): DeliveryOutcome {
-  return { kind: 'retry', delayMs: CONSUMER_FAILURE_RETRY_MS, error: describeError(error) };
-}
+import { consumerFailure, isDeliveryOutcome } from './consumer-failure';
 
 /**
- * Hands a delivery to the consumer and calls `report` once with its outcome,
- * never before this returns. A consumer must not fail; if one does anyway (a
- * custom consumer, a bug), the action is retried rather than left holding a
- * handler slot forever or crashing the process. A consumer with `consume`
- * is called through it (no promise per delivery), any other through `handle`.
+ * Hands a delivery to the consumer and calls `report` (the driver's own
+ * callback, which must not throw) exactly once with its outcome, never
+ * before this returns: as a promise would, whatever the consumer does. A
+ * consumer must not fail; if one does anyway (a custom consumer, a bug:
+ * it throws, rejects, reports something that is no outcome, or reports
+ * twice), the action is retried, or the extra report dropped, rather than
+ * a handler slot being held forever or freed twice. A consumer with
+ * `consume` is called through it (no promise per delivery), any other
+ * through `handle`.
  */
 export function runDelivery(consumer: DelayConsumer, delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void {
+  let returned = false;
+  let reported = false;
+  const once = (outcome: unknown): void => {
+    if (reported) return;
+    // A report made before the consumer returned would re-enter the driver's dispatch loop: later, then.
+    if (!returned) return inMicrotask(() => once(outcome));
+    reported = true;
+    report(isDeliveryOutcome(outcome) ? outcome : consumerFailure(new Error(`the consumer reported ${String(outcome)}, not an outcome`)));
+  };
   if (consumer.consume) {
     try {
-      consumer.consume(delivery, report);
+      consumer.consume(delivery, once);
     } catch (error) {
-      inMicrotask(() => report(consumerFailure(error)));
+      inMicrotask(() => once(consumerFailure(error)));
     }
+    returned = true;
     return;
   }
+  returned = true;
   let handled: Promise<DeliveryOutcome>;
   try {
     handled = Promise.resolve(consumer.handle(delivery));
   } catch (error) {
     handled = Promise.reject(error);
   }
-  handled.then(report, (error: unknown) => report(consumerFailure(error)));
+  handled.then(once, (error: unknown) => once(consumerFailure(error)));
 }

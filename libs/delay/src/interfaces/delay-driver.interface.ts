@@ -175,9 +175,10 @@ export interface DelayConsumer {
   handle(delivery: Delivery): Promise<DeliveryOutcome>;
   /**
    * Optional, the same as `handle` without a promise: runs the handler and
-   * calls `report` exactly once with the outcome, always after `consume` has
-   * returned (never from inside it), and never throws. Drivers use it when
-   * it is there: a delivery then costs no promise of the consumer's own.
+   * calls `report` exactly once with the outcome, after `consume` has
+   * returned (never from inside it). It must not throw; if it does, the
+   * action is retried. Drivers use it when it is there: a delivery then
+   * costs no promise of the consumer's own.
    */
   consume?(delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void;
 }

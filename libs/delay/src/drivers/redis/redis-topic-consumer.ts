@@ -257,15 +257,21 @@ export class RedisTopicConsumer {
     this.running.set(delivery, member);
     this.inFlight.enter();
     runDelivery(this.consumer, delivery, (outcome) => {
-      // The handler slot frees as soon as the handler is done; its ack travels with others.
-      this.running.delete(delivery);
-      this.settling.set(delivery, member);
-      // Completions in one turn of the event loop share one claim (queueClaim), whichever shard gets the slot.
-      this.settings.budget.give(1);
-      void this.settle(delivery, member, outcome).finally(() => {
-        this.settling.delete(delivery);
-        this.inFlight.leave();
-      });
+      let recorded: Promise<void> = Promise.resolve();
+      try {
+        // The handler slot frees as soon as the handler is done; its ack travels with others.
+        this.running.delete(delivery);
+        this.settling.set(delivery, member);
+        // Completions in one turn of the event loop share one claim (queueClaim), whichever shard gets the slot.
+        this.settings.budget.give(1);
+        recorded = this.settle(delivery, member, outcome);
+      } finally {
+        // Even if the above threw: the run is over here, so it must not hold drain or renew its lease forever.
+        void recorded.finally(() => {
+          this.settling.delete(delivery);
+          this.inFlight.leave();
+        });
+      }
     });
   }
 

@@ -5,7 +5,6 @@ import {
   CollectCommand,
   CollectResult,
   DelayConsumer,
-  DelayDriver,
   Delivery,
   DeliveryOutcome,
   RescheduleCommand,
@@ -17,11 +16,13 @@ import {
 } from '../../interfaces/delay-driver.interface';
 import { DriverHealth, TopicHealth } from '../../interfaces/delay-health.interface';
 import { PageRequest } from '../../interfaces/pending-action.interface';
+import { SameTickDriver } from '../../interfaces/same-tick-driver.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
 import { DelayClock, SystemClock, TimerHandle } from '../../time/clock';
 import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
+import { markSameTickWrappers } from '../same-tick-forms';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
 import { KeyIndex } from './key-index';
 import { TimingWheel } from './timing-wheel';
@@ -70,7 +71,7 @@ class TopicState {
  *
  * Guarantees: once per process; everything is lost when the process ends.
  */
-export class WheelDriver implements DelayDriver {
+export class WheelDriver implements SameTickDriver {
   readonly name = 'wheel';
   readonly horizonMs = DEFAULT_HORIZON_MS;
   readonly tickMs: number;
@@ -103,6 +104,11 @@ export class WheelDriver implements DelayDriver {
   }
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
+    return this.scheduleNow(command);
+  }
+
+  /** `schedule`, returned rather than promised: DelayService calls it directly (see SameTickDriver). */
+  scheduleNow(command: ScheduleCommand): ScheduleResult {
     this.assertOpen();
     const dueAt = resolveDueAt(command.due, this.clock.now(), command.maxPastMs, this.horizonMs);
     const topic = this.topic(command.topic);
@@ -134,6 +140,11 @@ export class WheelDriver implements DelayDriver {
   }
 
   async cancel(topic: string, key: string): Promise<boolean> {
+    return this.cancelNow(topic, key);
+  }
+
+  /** `cancel`, returned rather than promised: DelayService calls it directly (see SameTickDriver). */
+  cancelNow(topic: string, key: string): boolean {
     const last = this.lastTopic;
     const state = last !== undefined && topic === last.name ? last : this.topicStates.get(topic);
     const i = state?.index.take(key);
@@ -499,9 +510,13 @@ export class WheelDriver implements DelayDriver {
     };
     runDelivery(consumer, delivery, (outcome) => {
       state.running--;
-      this.settle(state, i, delivery, outcome);
-      this.inFlight.leave();
-      this.pump(state);
+      try {
+        this.settle(state, i, delivery, outcome);
+      } finally {
+        // Whatever settle met, the slot is free: the count goes down and the next action may start.
+        this.inFlight.leave();
+        this.pump(state);
+      }
     });
   }
 
@@ -580,6 +595,11 @@ export class WheelDriver implements DelayDriver {
     };
   }
 }
+
+
+// schedule and cancel only wrap scheduleNow and cancelNow: DelayService may call those directly.
+// A subclass or spy that replaces schedule or cancel is not marked, and keeps seeing every call.
+markSameTickWrappers(WheelDriver.prototype.schedule, WheelDriver.prototype.cancel);
 
 /** Code point order, which is UTF-8 byte order: the order Redis lists keys in (JS `<` compares UTF-16 units). */
 function compareStrings(a: string, b: string): number {
