@@ -92,6 +92,7 @@ describe('DelayDispatcher.consume (the form drivers call)', () => {
     ['a handler that rejects', () => Promise.reject(new Error('boom')), { kind: 'retry', delayMs: 1_000, error: 'boom' }],
     ['a thenable whose then throws', () => ({ then: () => { throw new Error('bad then'); } }), { kind: 'retry', delayMs: 1_000, error: 'bad then' }],
     ['a thenable whose then calls back at once', () => ({ then: (resolve: () => void) => resolve() }), { kind: 'completed' }],
+    ['a thenable that rejects at once', () => ({ then: (_: unknown, reject: (error: Error) => void) => reject(new Error('no')) }), { kind: 'retry', delayMs: 1_000, error: 'no' }],
   ])('reports once, and only after consume returned, for %s', async (_, invoke, expected) => {
     const dispatcher = dispatcherWith(invoke);
     const { outcomes, synchronous } = consume(dispatcher, delivery('order.unpaid'));
@@ -100,6 +101,22 @@ describe('DelayDispatcher.consume (the form drivers call)', () => {
     expect(outcomes).toEqual([expected]);
     expect(synchronous()).toBe(false);
     expect(dispatcher.running).toBe(0);
+  });
+
+  it('does not adopt what a thenable resolves with: one that resolves with itself completes, and timers still run', async () => {
+    // Adopting it would call its `then` again for ever, in the microtask queue; bounded here so a regression fails, not hangs.
+    let thens = 0;
+    const selfResolving = {
+      then(resolve: (value: unknown) => void): void {
+        thens++;
+        resolve(thens < 1_000 ? selfResolving : undefined);
+      },
+    };
+    const dispatcher = dispatcherWith(() => selfResolving);
+    const { outcomes } = consume(dispatcher, delivery('order.unpaid'));
+    await later();
+    expect(outcomes).toEqual([{ kind: 'completed' }]);
+    expect(thens).toBe(1);
   });
 
   it('reports after consume returned when there is no handler, or the attempts are used up', async () => {

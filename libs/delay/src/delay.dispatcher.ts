@@ -134,12 +134,23 @@ export class DelayDispatcher implements DelayConsumer {
     try {
       const returned = handler.invoke(new HandlerContext(delivery, run));
       if (isThenable(returned)) {
-        // Promise.resolve hands a native promise back as it is; a foreign thenable, whose `then` might call
-        // back at once (reporting inside consume) or throw, is called in a later job instead.
-        Promise.resolve(returned).then(
-          () => this.settle(run, COMPLETED),
-          (thrown: unknown) => this.settle(run, failure(thrown)),
-        );
+        const completed = (): void => this.settle(run, COMPLETED);
+        const failed = (thrown: unknown): void => this.settle(run, failure(thrown));
+        if (Object.getPrototypeOf(returned) === Promise.prototype) {
+          // A native promise (what an async method returns) never calls back before `then` returns.
+          returned.then(completed, failed);
+        } else {
+          // Any other thenable may call back at once (a report from inside consume) or throw: its `then` is
+          // called in a later job. Its value is ignored, not adopted: adopting a thenable that resolves with
+          // itself would loop in the microtask queue for ever, and no timer or I/O would run again.
+          inMicrotask(() => {
+            try {
+              returned.then(completed, failed);
+            } catch (thrown) {
+              failed(thrown);
+            }
+          });
+        }
       } else {
         inMicrotask(() => this.settle(run, COMPLETED));
       }
