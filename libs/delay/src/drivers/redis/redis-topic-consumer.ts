@@ -257,7 +257,7 @@ export class RedisTopicConsumer {
     this.running.set(delivery, member);
     this.inFlight.enter();
     runDelivery(this.consumer, delivery, (outcome) => {
-      let recorded: Promise<void> = Promise.resolve();
+      let recorded: Promise<void>;
       try {
         // The handler slot frees as soon as the handler is done; its ack travels with others.
         this.running.delete(delivery);
@@ -265,14 +265,19 @@ export class RedisTopicConsumer {
         // Completions in one turn of the event loop share one claim (queueClaim), whichever shard gets the slot.
         this.settings.budget.give(1);
         recorded = this.settle(delivery, member, outcome);
-      } finally {
-        // Even if the above threw: the run is over here, so it must not hold drain or renew its lease forever.
-        void recorded.finally(() => {
-          this.settling.delete(delivery);
-          this.inFlight.leave();
-        });
+      } catch (error) {
+        // The run is over even so: it must not hold drain or renew its lease for ever. The dispatcher logs the error.
+        this.doneWith(delivery);
+        throw error;
       }
+      void recorded.finally(() => this.doneWith(delivery));
     });
+  }
+
+  /** A run whose outcome is recorded, or never will be: no longer settling, no longer in flight. */
+  private doneWith(delivery: Delivery): void {
+    this.settling.delete(delivery);
+    this.inFlight.leave();
   }
 
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
