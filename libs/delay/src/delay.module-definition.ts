@@ -4,6 +4,7 @@ import { InvalidDelayOptionsError } from './errors/invalid-delay-options.error';
 import { DelayDriver } from './interfaces/delay-driver.interface';
 import { BackoffOption, DelayHandlerOptions } from './interfaces/delay-handler-options.interface';
 import { DelayDriverConfig, DelayModuleOptions } from './interfaces/delay-module-options.interface';
+import { DelayTransactionOptions } from './interfaces/delay-transaction.interface';
 import { DelayClock } from './time/clock';
 import { Duration, parseDuration } from './time/duration';
 import { DEFAULT_HORIZON_MS } from './validation/due-time';
@@ -42,6 +43,7 @@ export interface ResolvedDelayOptions {
   readonly maxPastMs: number;
   readonly shutdownTimeoutMs: number;
   readonly consume: boolean;
+  readonly transactions: DelayTransactionOptions | undefined;
 }
 
 export const MAX_ATTEMPTS = 1000;
@@ -76,10 +78,49 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     maxPastMs: duration(options.maxPast, '1d', 'maxPast', problems),
     shutdownTimeoutMs: duration(options.shutdownTimeout, '10s', 'shutdownTimeout', problems),
     consume: options.consume ?? true,
+    transactions: checkTransactions(options.transactions, driver, problems),
   };
   if (typeof resolved.consume !== 'boolean') problems.push(`consume must be true or false, got ${String(options.consume)}`);
   if (problems.length > 0) throw new InvalidDelayOptionsError('DelayModule options', problems);
   return resolved;
+}
+
+/**
+ * Checks the transaction options' shape. An ambient transaction with a
+ * driver that cannot join one is refused here, at bootstrap: every write
+ * made inside a transaction would otherwise be refused at run time.
+ */
+function checkTransactions(transactions: DelayTransactionOptions | undefined, driver: DelayDriverConfig, problems: string[]): DelayTransactionOptions | undefined {
+  if (transactions === undefined) return undefined;
+  if (typeof transactions !== 'object' || transactions === null) {
+    problems.push('transactions must be an object: { adapters?, ambient? }');
+    return undefined;
+  }
+  const { adapters, ambient } = transactions;
+  if (adapters !== undefined) {
+    if (!Array.isArray(adapters)) problems.push('transactions.adapters must be an array of DelayTransactionAdapter');
+    else {
+      adapters.forEach((adapter: unknown, n) => {
+        const { name, matches, query } = (typeof adapter === 'object' && adapter !== null ? adapter : {}) as Record<string, unknown>;
+        if (typeof name !== 'string' || typeof matches !== 'function' || typeof query !== 'function') {
+          problems.push(`transactions.adapters[${n}] must have a name, matches(transaction) and query(transaction, sql, params)`);
+        }
+      });
+    }
+  }
+  if (ambient !== undefined) {
+    if (typeof ambient !== 'function') problems.push('transactions.ambient must be a function returning the current transaction or undefined');
+    else if (!canJoinTransactions(driver)) {
+      const name = isDriverInstance(driver) ? driver.name : driver.type;
+      problems.push(`transactions.ambient needs a driver that joins transactions (postgres); the "${name}" driver cannot`);
+    }
+  }
+  return transactions;
+}
+
+function canJoinTransactions(driver: DelayDriverConfig): boolean {
+  if (isDriverInstance(driver)) return driver.supportsTransactions === true;
+  return (driver.type as string) === 'postgres';
 }
 
 /** Checks one handler's options over the module defaults; throws with every problem. */

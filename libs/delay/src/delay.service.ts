@@ -13,7 +13,8 @@ import { TopicSummary } from './interfaces/topic-summary.interface';
 import { DelayDriver, ScheduleCommand, ScheduleResult, StoredAction, StoredDeadAction } from './interfaces/delay-driver.interface';
 import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
-import { BatchStatus, CollectOptions, DueTime, ScheduleEntry, ScheduleOptions } from './interfaces/schedule-options.interface';
+import { BatchStatus, CollectOptions, RescheduleOptions, ScheduleEntry, ScheduleOptions, WriteOptions } from './interfaces/schedule-options.interface';
+import { TransactionBinder } from './transactions/transaction-binder';
 import {
   toCollectSpec,
   toDueSpec,
@@ -33,12 +34,16 @@ import { parsePayload, payloadShape, PayloadShape, serializePayload } from './va
  */
 @Injectable()
 export class DelayService {
+  private readonly transactions: TransactionBinder;
+
   constructor(
     @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
     @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
     private readonly events: DelayEventBus,
     @Optional() @Inject(DELAY_TRACE_PROPAGATOR) private readonly tracer: DelayTracePropagator | null = null,
-  ) {}
+  ) {
+    this.transactions = new TransactionBinder(driver, options.transactions);
+  }
 
   /** scheduled / collected / rescheduled / cancelled / fired / completed / failed / retrying / dead / redriven / timedOut / paused / resumed. */
   get events$(): Observable<DelayEvent> {
@@ -49,6 +54,8 @@ export class DelayService {
    * Arms `(topic, key)` to fire after `delay` or at `at`. With `ifExists:
    * 'replace'` (default) an existing action is re-armed with the new time and
    * payload; with `'keep'` it is left as it is. Returns what is now pending.
+   * With `transaction` (postgres driver), the write commits or rolls back
+   * with that transaction of yours.
    */
   async schedule<TPayload = unknown>(topic: string, key: string, options: ScheduleOptions<TPayload>): Promise<PendingAction<TPayload>> {
     validateTopic(topic);
@@ -64,10 +71,11 @@ export class DelayService {
       ifExists: validateIfExists(options.ifExists),
       maxPastMs: this.options.maxPastMs,
       trace: this.currentTrace(),
+      transaction: this.transactions.bind(options.transaction),
     };
     // The wheel's schedule is done before it returns: calling its same-tick form saves a promise and an await.
     const { driver } = this;
-    const result = schedulesSameTick(driver) ? driver.scheduleNow(command) : await driver.schedule(command);
+    const result = schedulesSameTick(driver) && !command.transaction ? driver.scheduleNow(command) : await driver.schedule(command);
     return this.scheduled<TPayload>(result, payload, shape);
   }
 
@@ -75,15 +83,21 @@ export class DelayService {
    * Schedules many actions of one topic in one go (one round trip on Redis),
    * all or nothing: if any entry is refused, none is written. Each entry means
    * what `schedule(topic, entry.key, entry)` means. At most 1000 entries.
+   * `options.transaction` makes all of them part of your transaction.
    */
-  async scheduleMany<TPayload = unknown>(topic: string, entries: ReadonlyArray<ScheduleEntry<TPayload>>): Promise<Array<PendingAction<TPayload>>> {
+  async scheduleMany<TPayload = unknown>(
+    topic: string,
+    entries: ReadonlyArray<ScheduleEntry<TPayload>>,
+    options: WriteOptions = {},
+  ): Promise<Array<PendingAction<TPayload>>> {
     validateTopic(topic);
+    const transaction = this.transactions.bind(writeOptions(options).transaction);
     if (!Array.isArray(entries)) throw new InvalidScheduleOptionsError('scheduleMany takes an array of entries');
     if (entries.length > MAX_SCHEDULE_MANY) throw new InvalidScheduleOptionsError(`scheduleMany takes at most ${MAX_SCHEDULE_MANY} entries, got ${entries.length}`);
     if (entries.length === 0) return [];
     const shapes: PayloadShape[] = [];
     const commands = entries.map((entry, n) => this.toEntry(typeof entry === 'object' && entry !== null ? entry.key : undefined, entry, shapes, n));
-    const results = await this.driver.scheduleMany({ topic, entries: commands, maxPastMs: this.options.maxPastMs });
+    const results = await this.driver.scheduleMany({ topic, entries: commands, maxPastMs: this.options.maxPastMs, transaction });
     return results.map((result, n) => this.scheduled<TPayload>(result, entries[n].payload, shapes[n]));
   }
 
@@ -91,6 +105,7 @@ export class DelayService {
   private toEntry(key: unknown, options: ScheduleOptions | undefined, shapes: PayloadShape[], n: number): Omit<ScheduleCommand, 'topic' | 'maxPastMs'> {
     const validKey = validateKey(key);
     if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError(OPTIONS_REQUIRED);
+    if ('transaction' in options) throw new InvalidScheduleOptionsError(ENTRY_TRANSACTION);
     const shape = (shapes[n] = payloadShape(options.payload));
     return {
       key: validKey,
@@ -141,28 +156,37 @@ export class DelayService {
     const { windowMs, maxWaitMs, slide, maxItems } = toCollectSpec(options, this.driver.horizonMs, this.options.maxBatchItems);
     if (item === undefined) throw new InvalidScheduleOptionsError('collect needs an item (undefined has no JSON form)');
     const json = serializePayload(item, this.options.maxPayloadBytes) as string;
-    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide, maxItems, trace: this.currentTrace() });
+    const transaction = this.transactions.bind(options.transaction);
+    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide, maxItems, trace: this.currentTrace(), transaction });
     const { events } = this;
     if (events.listening) events.publish({ type: 'collected', topic, key, at: events.now(), size: result.size, dueAt: new Date(result.dueAt) });
     return { topic, key, size: result.size, dueAt: new Date(result.dueAt), flushed: result.outcome === 'flushed' };
   }
 
-  /** Removes the pending action; true if there was one. A handler already running is not stopped, but never retried. */
-  async cancel(topic: string, key: string): Promise<boolean> {
+  /**
+   * Removes the pending action; true if there was one. A handler already
+   * running is not stopped, but never retried. With `transaction`, the
+   * action is gone only if that transaction commits.
+   */
+  async cancel(topic: string, key: string, options?: WriteOptions): Promise<boolean> {
     validateTopic(topic);
     validateKey(key);
+    const transaction = options === undefined ? this.transactions.bind(undefined) : this.transactions.bind(writeOptions(options).transaction);
     const { driver } = this;
-    const cancelled = cancelsSameTick(driver) ? driver.cancelNow(topic, key) : await driver.cancel(topic, key);
+    const cancelled =
+      transaction === undefined ? (cancelsSameTick(driver) ? driver.cancelNow(topic, key) : await driver.cancel(topic, key)) : await driver.cancel(topic, key, transaction);
     const { events } = this;
     if (cancelled && events.listening) events.publish({ type: 'cancelled', topic, key, at: events.now() });
     return cancelled;
   }
 
   /** Moves an existing action to a new due time, keeping its payload. Null if there is none. */
-  async reschedule<TPayload = unknown>(topic: string, key: string, due: DueTime): Promise<PendingAction<TPayload> | null> {
+  async reschedule<TPayload = unknown>(topic: string, key: string, due: RescheduleOptions): Promise<PendingAction<TPayload> | null> {
     validateTopic(topic);
     validateKey(key);
-    const action = await this.driver.reschedule({ topic, key, due: toRescheduleDueSpec(due), maxPastMs: this.options.maxPastMs });
+    const spec = toRescheduleDueSpec(due);
+    const transaction = this.transactions.bind(due.transaction);
+    const action = await this.driver.reschedule({ topic, key, due: spec, maxPastMs: this.options.maxPastMs, transaction });
     if (!action) return null;
     const { events } = this;
     if (events.listening) events.publish({ type: 'rescheduled', topic, key, at: events.now(), dueAt: new Date(action.dueAt) });
@@ -302,6 +326,13 @@ function keyOfDeadId(id: string): string {
 const MAX_SCHEDULE_MANY = 1000;
 
 const OPTIONS_REQUIRED = 'options are required, e.g. { delay: "30m" }';
+const ENTRY_TRANSACTION = 'a scheduleMany entry cannot carry a transaction: pass it once, as scheduleMany(topic, entries, { transaction })';
+
+/** The options object of a write, refused (before anything is written) when it is not one. */
+function writeOptions(options: unknown): WriteOptions {
+  if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('write options must be an object, e.g. { transaction }');
+  return options as WriteOptions;
+}
 
 function toPendingAction<TPayload>(action: StoredAction, payload: unknown): PendingAction<TPayload> {
   return {

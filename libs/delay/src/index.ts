@@ -14,7 +14,18 @@ export type { TopicSummary } from './interfaces/topic-summary.interface';
 export type { DelayHealth, TopicHealth, DriverHealth } from './interfaces/delay-health.interface';
 export type { DelayTracePropagator } from './interfaces/delay-trace-propagator.interface';
 export type { PendingAction, DeadAction, ActionState, Page, PageRequest } from './interfaces/pending-action.interface';
-export type { ScheduleOptions, ScheduleEntry, DueTime, IfExists, CollectOptions, BatchStatus } from './interfaces/schedule-options.interface';
+export type {
+  ScheduleOptions,
+  ScheduleEntry,
+  ActionOptions,
+  RescheduleOptions,
+  WriteOptions,
+  DueTime,
+  IfExists,
+  CollectOptions,
+  BatchStatus,
+} from './interfaces/schedule-options.interface';
+export type { DelayTransactionAdapter, DelayTransactionOptions, DriverTransaction, SqlRows } from './interfaces/delay-transaction.interface';
 export type {
   DelayDriver,
   DelayConsumer,

@@ -16,3 +16,6 @@ export { UnsupportedOperationError } from './unsupported-operation.error';
 export { HandlerAbortedError } from './handler-aborted.error';
 export { AdminGuardRequiredError } from './admin-guard-required.error';
 export { InvalidAdminOptionsError } from './invalid-admin-options.error';
+export { TransactionNotSupportedError } from './transaction-not-supported.error';
+export { UnknownTransactionError } from './unknown-transaction.error';
+export { TransactionNotActiveError } from './transaction-not-active.error';

@@ -2,6 +2,7 @@ import { IfExists } from './schedule-options.interface';
 import { DriverHealth } from './delay-health.interface';
 import { ActionState, PageRequest } from './pending-action.interface';
 import { TopicSummary } from './topic-summary.interface';
+import { DriverTransaction } from './delay-transaction.interface';
 
 /**
  * The contract between DelayService and a storage/timing backend. The wheel
@@ -14,12 +15,18 @@ export interface DelayDriver {
   readonly name: string;
   /** The furthest ahead, in ms, a due time may be. */
   readonly horizonMs: number;
+  /**
+   * True when the driver's writes can join the caller's database transaction
+   * (schedule, scheduleMany, reschedule, cancel and collect then take a
+   * `transaction`). DelayService refuses a transaction for any other driver.
+   */
+  readonly supportsTransactions?: boolean;
 
   schedule(command: ScheduleCommand): Promise<ScheduleResult>;
   /** Many schedules of one topic, all or nothing: one refused entry and none is written. */
   scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]>;
   /** Removes the action, waiting or running (a running one is then never retried). True if there was one. */
-  cancel(topic: string, key: string): Promise<boolean>;
+  cancel(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean>;
   /** Moves an existing action, keeping its payload. Null if there is none. */
   reschedule(command: RescheduleCommand): Promise<StoredAction | null>;
   get(topic: string, key: string): Promise<StoredAction | null>;
@@ -75,12 +82,15 @@ export interface ScheduleCommand {
   readonly maxPastMs: number;
   /** W3C traceparent of the scheduling code, stored with the action and handed back in its Delivery. */
   readonly trace?: string;
+  /** Write inside this transaction of the caller's (only given to a driver that supportsTransactions). */
+  readonly transaction?: DriverTransaction;
 }
 
 export interface ScheduleManyCommand {
   readonly topic: string;
-  readonly entries: ReadonlyArray<Omit<ScheduleCommand, 'topic' | 'maxPastMs'>>;
+  readonly entries: ReadonlyArray<Omit<ScheduleCommand, 'topic' | 'maxPastMs' | 'transaction'>>;
   readonly maxPastMs: number;
+  readonly transaction?: DriverTransaction;
 }
 
 export interface RescheduleCommand {
@@ -88,6 +98,7 @@ export interface RescheduleCommand {
   readonly key: string;
   readonly due: DueSpec;
   readonly maxPastMs: number;
+  readonly transaction?: DriverTransaction;
 }
 
 export interface StoredAction {
@@ -136,6 +147,7 @@ export interface CollectCommand {
   readonly maxItems: number;
   /** W3C traceparent of the code that opened the batch (later items keep the first one's). */
   readonly trace?: string;
+  readonly transaction?: DriverTransaction;
 }
 
 export interface CollectResult {

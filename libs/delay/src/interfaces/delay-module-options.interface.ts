@@ -3,6 +3,7 @@ import { Duration } from '../time/duration';
 import { DelayDriver } from './delay-driver.interface';
 import { DelayHandlerOptions } from './delay-handler-options.interface';
 import { RedisClientLike, RedisConnectionOptions } from './redis-client.interface';
+import { DelayTransactionOptions } from './delay-transaction.interface';
 
 /** The in-memory driver (the default). */
 export interface WheelDriverConfig {
@@ -88,4 +89,6 @@ export interface DelayModuleOptions {
   readonly shutdownTimeout?: Duration;
   /** Set false on an instance that only schedules and must run no handler. Default true. */
   readonly consume?: boolean;
+  /** How writes join your database transactions (postgres driver only): extra adapters and the ambient transaction. */
+  readonly transactions?: DelayTransactionOptions;
 }

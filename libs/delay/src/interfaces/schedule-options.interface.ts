@@ -6,16 +6,34 @@ export type IfExists = 'replace' | 'keep';
 /** When an action is due: after `delay`, or at `at`. Exactly one of the two. */
 export type DueTime = { readonly delay: Duration; readonly at?: never } | { readonly at: Date | number; readonly delay?: never };
 
-export type ScheduleOptions<TPayload = unknown> = DueTime & {
+/**
+ * Where a write happens. `transaction` is your open database transaction (a
+ * `pg` client, a TypeORM EntityManager, a Prisma transaction client, ...):
+ * the write then commits or rolls back with it. Only the postgres driver
+ * takes one; the others refuse it (TransactionNotSupportedError). Leave it
+ * out to use the ambient transaction, if DelayModule was given one
+ * (`transactions.ambient`); `null` writes outside any transaction.
+ */
+export interface WriteOptions {
+  readonly transaction?: unknown;
+}
+
+/** What an action is: when it is due, its payload, and what happens to an existing one. */
+export type ActionOptions<TPayload = unknown> = DueTime & {
   readonly payload?: TPayload;
   /** `'replace'` (default) re-arms with the new due time and payload; `'keep'` leaves an existing action untouched. */
   readonly ifExists?: IfExists;
 };
 
-/** One entry of scheduleMany: a key and what schedule would take for it. */
-export type ScheduleEntry<TPayload = unknown> = ScheduleOptions<TPayload> & { readonly key: string };
+export type ScheduleOptions<TPayload = unknown> = ActionOptions<TPayload> & WriteOptions;
 
-export interface CollectOptions {
+/** One entry of scheduleMany: a key and what schedule would take for it (the transaction is scheduleMany's own option). */
+export type ScheduleEntry<TPayload = unknown> = ActionOptions<TPayload> & { readonly key: string };
+
+/** A new due time for reschedule, and where to write it. */
+export type RescheduleOptions = DueTime & WriteOptions;
+
+export interface CollectOptions extends WriteOptions {
   /** The batch is due this long after its first item (or, with slide, after its latest). */
   readonly window: Duration;
   /** Due at once when the batch holds this many items. Default and upper bound: the module's maxBatchItems. */
