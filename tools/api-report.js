@@ -17,7 +17,7 @@
  *       (a) the report differs from the sources' API: run npm run api:update and commit the report;
  *       (b) the API differs from the one the newest release recorded and [Unreleased] lists no change;
  *       (c) libs/delay/package.json's version has no section in CHANGELOG.md.
- *   node tools/api-report.js --release  # when cutting a release: record the current API's hash on the
+ *   node tools/api-report.js --release  # npm run api:release, when cutting a release: record the current API's hash on the
  *       newest released section (after moving the [Unreleased] entries there and setting the version).
  *
  * Needs no build, no git history and no tags: it compiles the sources in memory with the repository's

@@ -130,4 +130,23 @@ describe('api-report --check', () => {
     expect(result.code).toBe(1);
     expect(result.output).toContain('version 0.3.0, which has no section in CHANGELOG.md');
   }, RUN_TIMEOUT_MS);
+
+  it('passes again once the release is cut: entries moved under the new version and its API hash recorded', async () => {
+    const changelog = readFileSync(file('CHANGELOG.md'), 'utf8');
+    writeFileSync(
+      file('CHANGELOG.md'),
+      changelog.replace(/## \[Unreleased\]\n\n/, '## [Unreleased]\n\nNothing yet.\n\n## [0.3.0] - 2030-01-01\n\n'),
+    );
+
+    const released = await runReport(copy, '--release');
+    expect(released.code).toBe(0);
+    const report = readFileSync(file('libs/delay/api/nestjs-delay.api.md'), 'utf8');
+    const hash = /^API hash: ([0-9a-f]{64})$/m.exec(report)?.[1];
+    expect(readFileSync(file('CHANGELOG.md'), 'utf8')).toContain(`## [0.3.0] - 2030-01-01\n<!-- api-hash: ${hash} -->\n`);
+
+    const result = await runReport(copy, '--check');
+
+    expect(result.output).toBe('');
+    expect(result.code).toBe(0);
+  }, RUN_TIMEOUT_MS);
 });
