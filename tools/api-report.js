@@ -181,7 +181,7 @@ function buildReport(ts, files, entries) {
     const imported = scope.imports.get(name);
     return imported ? resolveExport(imported.file, imported.name, seen) : undefined;
   };
-  const isExported = (statement) => (ts.getCombinedModifierFlags(statement) & ts.ModifierFlags.Export) !== 0 || ts.isVariableStatement(statement);
+  const isExported = (statement) => (statement.modifiers ?? []).some((modifier) => modifier.kind === ts.SyntaxKind.ExportKeyword);
 
   /** Every name a file exports, following export * (sorted). */
   const exportedNames = (file, seen = new Set()) => {
@@ -189,7 +189,7 @@ function buildReport(ts, files, entries) {
     seen.add(file);
     const scope = scopeOf(file);
     const names = new Set(scope.exports.keys());
-    for (const [name, statements] of scope.locals) if (statements.some((s) => (ts.getCombinedModifierFlags(s) & ts.ModifierFlags.Export) !== 0)) names.add(name);
+    for (const [name, statements] of scope.locals) if (statements.some(isExported)) names.add(name);
     for (const star of scope.stars) for (const name of exportedNames(star, seen)) if (name !== 'default') names.add(name);
     return names;
   };
@@ -221,11 +221,25 @@ function buildReport(ts, files, entries) {
 
   while (queue.length > 0) {
     const { statement, file } = queue.shift();
+    // Only names used as types, base classes, typeof or computed keys lead to other declarations
+    // (a property that happens to share a declaration's name does not).
+    const leftmost = (name) => {
+      let node = name;
+      while (ts.isQualifiedName(node) || ts.isPropertyAccessExpression(node)) node = ts.isQualifiedName(node) ? node.left : node.expression;
+      return ts.isIdentifier(node) ? node.text : undefined;
+    };
+    const follow = (name) => {
+      const text = leftmost(name);
+      if (text !== undefined) reach(resolveLocal(file, text));
+    };
     const visit = (node) => {
-      if (ts.isIdentifier(node)) reach(resolveLocal(file, node.text));
+      if (ts.isTypeReferenceNode(node)) follow(node.typeName);
+      else if (ts.isExpressionWithTypeArguments(node)) follow(node.expression);
+      else if (ts.isTypeQueryNode(node)) follow(node.exprName);
+      else if (ts.isComputedPropertyName(node)) follow(node.expression);
       else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
         const target = resolveModule(file, node.argument.literal.text);
-        if (target && node.qualifier) reach(resolveExport(target, ts.isIdentifier(node.qualifier) ? node.qualifier.text : node.qualifier.left.getText()));
+        if (target && node.qualifier) reach(resolveExport(target, leftmost(node.qualifier)));
       }
       ts.forEachChild(node, visit);
     };
@@ -311,7 +325,8 @@ function hasEntries(section) {
 
 function check(report) {
   const problems = [];
-  const current = fs.existsSync(REPORT_FILE) ? fs.readFileSync(REPORT_FILE, 'utf8') : undefined;
+  // Line endings as a checkout may have converted them do not count as a change.
+  const current = fs.existsSync(REPORT_FILE) ? fs.readFileSync(REPORT_FILE, 'utf8').replace(/\r\n/g, '\n') : undefined;
   if (current !== report.text) {
     problems.push(
       current === undefined
