@@ -46,7 +46,7 @@ const FIXTURES = [
 ];
 
 /** Files the packed package must hold, whatever else it has. */
-const REQUIRED_IN_PACKAGE = ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts'];
+const REQUIRED_IN_PACKAGE = ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts'];
 
 const INSTALL_TIMEOUT_MS = 180_000;
 const STEP_TIMEOUT_MS = 90_000;
