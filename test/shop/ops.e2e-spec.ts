@@ -46,7 +46,7 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
       await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic('guess')).type('form').send({ key: id }).expect(403);
       await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(1));
 
-      await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic(TOKEN)).type('form').send({ key: id }).expect(303);
+      await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic(TOKEN)).set('sec-fetch-site', 'same-origin').type('form').send({ key: id }).expect(303);
       await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(0));
     });
   });
