@@ -27,8 +27,10 @@ async function bootstrap(): Promise<void> {
   logger.log(`Shop listening on http://localhost:${port}`);
   logger.log(
     `Delay admin page on http://localhost:${port}/admin/delays (${config.adminToken === undefined ? 'read-only: set ADMIN_TOKEN to enable its buttons' : 'buttons ask for ADMIN_TOKEN'}); ` +
-      `health on /health, Prometheus metrics on /metrics`,
+      `JSON admin on /api/admin (${config.adminToken === undefined ? 'closed: set ADMIN_TOKEN to open it' : 'send ADMIN_TOKEN as a bearer token'}); health on /health, Prometheus metrics on /metrics`,
   );
+  const allowed = config.webhookAllowedNetworks.map(({ address, prefix }) => `${address}/${prefix}`);
+  if (allowed.length > 0) logger.warn(`Webhooks may reach these otherwise refused networks (WEBHOOK_ALLOWED_NETWORKS): ${allowed.join(', ')}`);
   logger.log(
     `Delay driver: ${config.redisUrl === undefined ? 'wheel (in memory: pending actions are lost on restart)' : 'redis'}; ` +
       `unpaid timeout ${human(config.unpaidTimeoutMs)}, auto-rate after ${human(config.autoRateAfterMs)}, ` +
