@@ -207,6 +207,25 @@ describe('Shop security (e2e)', () => {
       await app.http.get('/webhook-receiver/leafy').expect(200, []);
     });
 
+    it('gives up on a receiver that never answers after 5 s, and records why', async () => {
+      const app = await start({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32' });
+      // Reads the request and never answers.
+      other = createServer(() => undefined);
+      const silent = other;
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const auth = { authorization: `Bearer ${await merchantToken(app, 'leafy')}` };
+      await app.http.put('/merchants/leafy/webhook').set(auth).send({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook` }).expect(200);
+      await placeOrder(app);
+      const startedAt = Date.now();
+      await app.clock.advance(app.config.webhookWindowMs);
+
+      const { body } = await app.http.get('/merchants/leafy/webhook/deliveries').set(auth).expect(200);
+      expect(body).toMatchObject([{ outcome: 'failed', error: expect.stringContaining('no answer within 5000 ms') }]);
+      // Bounded: 5 s of real time, with room for a busy machine.
+      expect(Date.now() - startedAt).toBeLessThan(15_000);
+      silent.closeAllConnections();
+    }, 20_000);
+
     it('refuses a bad WEBHOOK_ALLOWED_NETWORKS at startup', async () => {
       await expect(start({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/33,localhost' })).rejects.toThrow(
         /WEBHOOK_ALLOWED_NETWORKS has "127\.0\.0\.1\/33"[^\n]*\n {2}- WEBHOOK_ALLOWED_NETWORKS has "localhost"/,
