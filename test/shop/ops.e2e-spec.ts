@@ -50,6 +50,17 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
       await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic(TOKEN)).set('sec-fetch-site', 'same-origin').type('form').send({ key: id }).expect(303);
       await shop.http.get(`/api/admin/delays/order.unpaid`).set(bearer).expect(200).expect(({ body }) => expect(body.total).toBe(0));
     });
+
+    it('refuses a write with the right password from another site or with Origin: null', async () => {
+      await placeOrder();
+      await shop.http.post('/admin/delays/topics/order.unpaid/pause').set('authorization', basic(TOKEN)).set('sec-fetch-site', 'same-origin').type('form').send({}).expect(303);
+      for (const headers of [{ origin: 'null' }, { origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, {}]) {
+        const refused = await shop.http.post('/admin/delays/topics/order.unpaid/resume').set('authorization', basic(TOKEN)).set(headers).type('form').send({}).expect(403);
+        expect(refused.text).toContain('is refused');
+      }
+      const { body } = await shop.http.get('/api/admin/delays').set(bearer).expect(200);
+      expect(body).toEqual([expect.objectContaining({ topic: 'order.unpaid', paused: true })]);
+    });
   });
 
   describe('without ADMIN_TOKEN', () => {
