@@ -86,6 +86,18 @@ describe('admin page in a browser', () => {
     expect((await target.delay.listDead(EXPORT)).total).toBe(1);
   });
 
+  it("a form on another site that posts to the page is refused, though the browser sends the admin's credentials", async () => {
+    const page = await open('admin');
+    const form = `<form method="post" action="${target.baseUrl}/admin/delays/topics/${EXPORT}/redrive"><input type="hidden" name="id" value="nightly-2026-11-23"><button type="submit">Win a prize</button></form>`;
+    await page.route('http://elsewhere.test/**', (route) => route.fulfill({ contentType: 'text/html', body: `<!doctype html><title>elsewhere</title>${form}` }));
+    await page.goto('http://elsewhere.test/prize');
+    target.handlers.failing.delete('nightly-2026-11-23');
+    const [response] = await Promise.all([page.waitForResponse((answer) => answer.request().method() === 'POST'), page.locator('button').click()]);
+    expect(response.status()).toBe(403);
+    await expectVisible(page, 'text=A write from another site is refused');
+    expect((await target.delay.listDead(EXPORT)).total).toBe(1);
+  });
+
   it('fits a phone: no sideways scrolling, rows as cards', async () => {
     const page = await open('admin');
     await page.setViewportSize({ width: 390, height: 844 });

@@ -62,7 +62,7 @@ describe('admin page (HTTP)', () => {
     await killAction(target, INVOICE, 'inv-9');
     target.handlers.failing.delete('inv-9');
 
-    const response = await request(target.baseUrl).post(`/admin/delays/topics/${INVOICE}/redrive`).set('x-role', 'admin').type('form').send({ id: 'inv-9' }).expect(303);
+    const response = await request(target.baseUrl).post(`/admin/delays/topics/${INVOICE}/redrive`).set('x-role', 'admin').set('origin', target.baseUrl).type('form').send({ id: 'inv-9' }).expect(303);
     expect(response.headers.location).toBe(`/admin/delays/topics/${INVOICE}/dead?done=redrive`);
     const running = target;
     await eventually('the redriven action ran', () => running.handlers.ranOk(INVOICE, 'inv-9'));
@@ -76,7 +76,7 @@ describe('admin page (HTTP)', () => {
     await target.delay.schedule(INVOICE, 'soon', { delay: '1h' });
     await target.delay.schedule(INVOICE, 'never', { delay: '1h' });
     const post = (verb: string, form: Record<string, string>) =>
-      request((target as AdminTestApp).baseUrl).post(`/admin/delays/topics/${INVOICE}/${verb}`).set('x-role', 'admin').type('form').send(form).expect(303);
+      request((target as AdminTestApp).baseUrl).post(`/admin/delays/topics/${INVOICE}/${verb}`).set('x-role', 'admin').set('origin', (target as AdminTestApp).baseUrl).type('form').send(form).expect(303);
 
     await post('run', { key: 'soon' });
     const running = target;
@@ -102,17 +102,51 @@ describe('admin page (HTTP)', () => {
     expect((await target.delay.listDead(INVOICE)).total).toBe(1);
   });
 
-  it('refuses a form posted from another site, even by an admin', async () => {
+  describe('a write must come from this site: Origin names this host, or Sec-Fetch-Site says same-origin', () => {
+    const cancel = (headers: Record<string, string>) => {
+      const running = target as AdminTestApp;
+      let post = request(running.baseUrl).post(`/admin/delays/topics/${INVOICE}/cancel`).set('x-role', 'admin');
+      for (const [name, value] of Object.entries(headers)) post = post.set(name, value);
+      return post.type('form').send({ key: 'inv-4' });
+    };
+
+    it.each<[string, (baseUrl: string) => Record<string, string>, string]>([
+      ['Origin: null (a sandboxed frame, a redirect)', () => ({ origin: 'null' }), 'A write with "Origin: null" is refused'],
+      ['no Origin and no Sec-Fetch-Site (a script, an old client)', () => ({}), 'A write without an Origin header is refused'],
+      ['another site as Origin', () => ({ origin: 'https://evil.example' }), 'A write from another site is refused (Origin https://evil.example is not this host)'],
+      ['Sec-Fetch-Site: cross-site, whatever the Origin says', (baseUrl) => ({ origin: baseUrl, 'sec-fetch-site': 'cross-site' }), 'A write from another site is refused (Sec-Fetch-Site: cross-site)'],
+      ['Sec-Fetch-Site: cross-site with Origin: null', () => ({ origin: 'null', 'sec-fetch-site': 'cross-site' }), 'Sec-Fetch-Site: cross-site'],
+      ['Sec-Fetch-Site: same-site (a sibling subdomain) without Origin', () => ({ 'sec-fetch-site': 'same-site' }), 'Sec-Fetch-Site: same-site'],
+      ['a malformed Origin', () => ({ origin: 'not a url' }), 'A write with a malformed Origin header is refused'],
+    ])('refuses %s with a 403 page, even for an admin, and changes nothing', async (_case, headers, message) => {
+      target = await startAdminApp();
+      await target.delay.schedule(INVOICE, 'inv-4', { delay: '1h' });
+      const refused = await cancel(headers(target.baseUrl)).expect(403);
+      expect(refused.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(refused.text).toContain(message.replace(/"/g, '&quot;'));
+      expect(await target.delay.get(INVOICE, 'inv-4')).not.toBeNull();
+    });
+
+    it.each<[string, (baseUrl: string) => Record<string, string>]>([
+      ['Origin naming this host', (baseUrl) => ({ origin: baseUrl })],
+      ['Origin naming this host, with Sec-Fetch-Site: same-origin', (baseUrl) => ({ origin: baseUrl, 'sec-fetch-site': 'same-origin' })],
+      ['no Origin, with Sec-Fetch-Site: same-origin', () => ({ 'sec-fetch-site': 'same-origin' })],
+    ])('accepts %s', async (_case, headers) => {
+      target = await startAdminApp();
+      await target.delay.schedule(INVOICE, 'inv-4', { delay: '1h' });
+      await cancel(headers(target.baseUrl)).expect(303);
+      expect(await target.delay.get(INVOICE, 'inv-4')).toBeNull();
+    });
+  });
+
+  it('sends the same security headers on an error page as on a page: no script, no framing, no <base>', async () => {
     target = await startAdminApp();
-    await target.delay.schedule(INVOICE, 'inv-4', { delay: '1h' });
-    await request(target.baseUrl)
-      .post(`/admin/delays/topics/${INVOICE}/cancel`)
-      .set('x-role', 'admin')
-      .set('origin', 'https://evil.example')
-      .type('form')
-      .send({ key: 'inv-4' })
-      .expect(403);
-    expect(await target.delay.get(INVOICE, 'inv-4')).not.toBeNull();
+    const page = await request(target.baseUrl).get('/admin/delays').expect(200);
+    const error = await request(target.baseUrl).get(`/admin/delays/topics/${encodeURIComponent('bad topic')}`).expect(400);
+    for (const response of [page, error]) {
+      expect(response.headers['content-security-policy']).toBe("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+      expect(response.headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin', 'cache-control': 'no-store' });
+    }
   });
 
   it('read-only by default: no forms, and every write is 403', async () => {
@@ -130,8 +164,8 @@ describe('admin page (HTTP)', () => {
     target = await startAdminApp();
     const badTopic = await request(target.baseUrl).get(`/admin/delays/topics/${encodeURIComponent(' ')}`).expect(400);
     expect(badTopic.text).toContain('<div class="problem">');
-    await request(target.baseUrl).post(`/admin/delays/topics/${INVOICE}/cancel`).set('x-role', 'admin').type('form').send({}).expect(400);
-    await request(target.baseUrl).post(`/admin/delays/topics/${INVOICE}/explode`).set('x-role', 'admin').type('form').send({}).expect(404);
+    await request(target.baseUrl).post(`/admin/delays/topics/${INVOICE}/cancel`).set('x-role', 'admin').set('origin', target.baseUrl).type('form').send({}).expect(400);
+    await request(target.baseUrl).post(`/admin/delays/topics/${INVOICE}/explode`).set('x-role', 'admin').set('origin', target.baseUrl).type('form').send({}).expect(404);
   });
 
   it('builds its links from where it is mounted, global prefix included', async () => {
@@ -139,7 +173,7 @@ describe('admin page (HTTP)', () => {
     await target.delay.schedule(INVOICE, 'inv-6', { delay: '1h' });
     const list = await request(target.baseUrl).get('/api/ops/queues').expect(200);
     expect(list.text).toContain(`href="/api/ops/queues/topics/${INVOICE}"`);
-    const response = await request(target.baseUrl).post(`/api/ops/queues/topics/${INVOICE}/cancel`).set('x-role', 'admin').type('form').send({ key: 'inv-6' }).expect(303);
+    const response = await request(target.baseUrl).post(`/api/ops/queues/topics/${INVOICE}/cancel`).set('x-role', 'admin').set('origin', target.baseUrl).type('form').send({ key: 'inv-6' }).expect(303);
     expect(response.headers.location).toBe(`/api/ops/queues/topics/${INVOICE}?done=cancel`);
   });
 

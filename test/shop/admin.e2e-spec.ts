@@ -1,5 +1,6 @@
 import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
 import { SHOP_DRIVERS, ShopUnderTest, useShopFixture } from './shop-drivers';
+import { ADMIN_API, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 describe.each(SHOP_DRIVERS)('Admin (e2e) on the %s driver: pending delayed actions per topic', (driver) => {
   const fixture = useShopFixture(driver);
@@ -7,7 +8,7 @@ describe.each(SHOP_DRIVERS)('Admin (e2e) on the %s driver: pending delayed actio
 
   beforeEach(async () => {
     // The default timeouts on both drivers: what is listed must still be pending when the test reads it.
-    shop = await fixture.start({ env: SHOP_ENV_DEFAULTS });
+    shop = await fixture.start({ env: { ...SHOP_ENV_DEFAULTS, ADMIN_TOKEN: TEST_ADMIN_TOKEN } });
   });
 
   it('counts pending and dead actions per topic and lists a topic earliest first', async () => {
@@ -23,25 +24,25 @@ describe.each(SHOP_DRIVERS)('Admin (e2e) on the %s driver: pending delayed actio
     }
     await shop.http.post('/presence/ann/heartbeat').expect(200);
 
-    const { body: summary } = await shop.http.get('/api/admin/delays').expect(200);
+    const { body: summary } = await shop.http.get('/api/admin/delays').set(ADMIN_API).expect(200);
     // Read from the store: only topics with actions, by name; nothing hard-coded in the shop.
     expect(summary).toEqual([
       { topic: 'order.unpaid', waiting: 2, running: 0, dead: 0, paused: false },
       { topic: 'user.offline', waiting: 1, running: 0, dead: 0, paused: false },
     ]);
 
-    const { body: page } = await shop.http.get('/api/admin/delays/order.unpaid?limit=1').expect(200);
+    const { body: page } = await shop.http.get('/api/admin/delays/order.unpaid?limit=1').set(ADMIN_API).expect(200);
     expect(page).toMatchObject({ total: 2, offset: 0, limit: 1, items: [{ topic: 'order.unpaid', key: ids[0], state: 'waiting', attempt: 1 }] });
-    const { body: next } = await shop.http.get('/api/admin/delays/order.unpaid?offset=1&limit=1').expect(200);
+    const { body: next } = await shop.http.get('/api/admin/delays/order.unpaid?offset=1&limit=1').set(ADMIN_API).expect(200);
     expect(next).toMatchObject({ total: 2, items: [{ key: ids[1] }] });
 
-    await shop.http.get('/api/admin/delays/order.unpaid/dead').expect(200, { items: [], total: 0, offset: 0, limit: 100 });
+    await shop.http.get('/api/admin/delays/order.unpaid/dead').set(ADMIN_API).expect(200, { items: [], total: 0, offset: 0, limit: 100 });
   });
 
   it('answers 404 when re-driving an action that is not dead, and 400 for a bad page', async () => {
-    await shop.http.post('/api/admin/delays/order.unpaid/dead/nothing/redrive').expect(404);
-    await shop.http.post('/api/admin/delays/order.unpaid/dead/redrive').expect(200, { topic: 'order.unpaid', redriven: 0 });
-    const { body } = await shop.http.get('/api/admin/delays/order.unpaid?limit=0').expect(400);
+    await shop.http.post('/api/admin/delays/order.unpaid/dead/nothing/redrive').set(ADMIN_API).expect(404);
+    await shop.http.post('/api/admin/delays/order.unpaid/dead/redrive').set(ADMIN_API).expect(200, { topic: 'order.unpaid', redriven: 0 });
+    const { body } = await shop.http.get('/api/admin/delays/order.unpaid?limit=0').set(ADMIN_API).expect(400);
     expect((body as { message: string[] }).message).toEqual(['limit must not be less than 1']);
   });
 });

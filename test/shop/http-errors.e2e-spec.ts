@@ -75,7 +75,7 @@ describe('HTTP errors (e2e): 400 for bad input, 404 for unknown ids, 409 for ill
         .expect(404);
       expect((body as ErrorBody).message).toBe('Product "no-such-thing" not found');
       await shop.http.get('/products/no-such-thing').expect(404);
-      await shop.http.put('/merchants/nobody/webhook').send({ url: 'http://localhost/x' }).expect(404);
+      await shop.http.put('/merchants/nobody/webhook').set('authorization', 'Bearer anything').send({ url: 'https://example.com/x' }).expect(404);
       await shop.http.get('/presence/nobody').expect(404);
     });
   });

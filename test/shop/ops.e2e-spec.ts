@@ -3,6 +3,7 @@ import { SHOP_DRIVERS, ShopUnderTest, useShopFixture } from './shop-drivers';
 
 const TOKEN = 'correct-horse-battery';
 const basic = (password: string): string => `Basic ${Buffer.from(`ops:${password}`).toString('base64')}`;
+const bearer = { authorization: `Bearer ${TOKEN}` };
 
 describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metrics and the admin page', (driver) => {
   const fixture = useShopFixture(driver);
@@ -44,10 +45,21 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
       const asked = await shop.http.post('/admin/delays/topics/order.unpaid/cancel').type('form').send({ key: id }).expect(401);
       expect(asked.headers['www-authenticate']).toContain('Basic realm="shop delay admin"');
       await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic('guess')).type('form').send({ key: id }).expect(403);
-      await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(1));
+      await shop.http.get(`/api/admin/delays/order.unpaid`).set(bearer).expect(200).expect(({ body }) => expect(body.total).toBe(1));
 
-      await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic(TOKEN)).type('form').send({ key: id }).expect(303);
-      await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(0));
+      await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic(TOKEN)).set('sec-fetch-site', 'same-origin').type('form').send({ key: id }).expect(303);
+      await shop.http.get(`/api/admin/delays/order.unpaid`).set(bearer).expect(200).expect(({ body }) => expect(body.total).toBe(0));
+    });
+
+    it('refuses a write with the right password from another site or with Origin: null', async () => {
+      await placeOrder();
+      await shop.http.post('/admin/delays/topics/order.unpaid/pause').set('authorization', basic(TOKEN)).set('sec-fetch-site', 'same-origin').type('form').send({}).expect(303);
+      for (const headers of [{ origin: 'null' }, { origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, {}]) {
+        const refused = await shop.http.post('/admin/delays/topics/order.unpaid/resume').set('authorization', basic(TOKEN)).set(headers).type('form').send({}).expect(403);
+        expect(refused.text).toContain('is refused');
+      }
+      const { body } = await shop.http.get('/api/admin/delays').set(bearer).expect(200);
+      expect(body).toEqual([expect.objectContaining({ topic: 'order.unpaid', paused: true })]);
     });
   });
 
@@ -56,12 +68,15 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
       shop = await fixture.start({ env: SHOP_ENV_DEFAULTS });
     });
 
-    it('lets anyone read the admin page and refuses every write', async () => {
+    it('lets anyone read the admin page and refuses every write; the JSON admin is closed', async () => {
       const id = await placeOrder();
       await shop.http.get('/admin/delays').expect(200);
-      const refused = await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic('anything')).type('form').send({ key: id }).expect(403);
+      const refused = await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic('anything')).set('sec-fetch-site', 'same-origin').type('form').send({ key: id }).expect(403);
       expect(refused.text).toContain('start the shop with ADMIN_TOKEN set');
-      await shop.http.get(`/api/admin/delays/order.unpaid`).expect(200).expect(({ body }) => expect(body.total).toBe(1));
+      const closed = await shop.http.get(`/api/admin/delays/order.unpaid`).set(bearer).expect(403);
+      expect(closed.body).toMatchObject({ message: expect.stringContaining('start the shop with ADMIN_TOKEN set') });
+      const page = await shop.http.get('/admin/delays/topics/order.unpaid').expect(200);
+      expect(page.text).toContain(`<code>${id}</code>`);
     });
   });
 });

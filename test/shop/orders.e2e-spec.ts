@@ -1,5 +1,6 @@
 import { Order } from '../../apps/shop/src/orders/order';
 import { dueTime, SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
+import { ADMIN_API, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 type Line = { sku: string; quantity: number };
 
@@ -9,7 +10,7 @@ describe.each(SHOP_DRIVERS)('Orders (e2e) on the %s driver: the unpaid-order can
   let shop: ShopUnderTest;
 
   beforeEach(async () => {
-    shop = await fixture.start();
+    shop = await fixture.start({ env: { ADMIN_TOKEN: TEST_ADMIN_TOKEN } });
   });
 
   async function stockOf(sku: string): Promise<number> {
@@ -90,7 +91,7 @@ describe.each(SHOP_DRIVERS)('Orders (e2e) on the %s driver: the unpaid-order can
     expect(await stockOf('green-tea')).toBe(18);
     expect(await orderById(unpaid.id)).toMatchObject({ status: 'cancelled', cancelReason: 'unpaid' });
     expect(await stockOf('black-tea')).toBe(20);
-    const { body } = await shop.http.get('/api/admin/delays/order.unpaid').expect(200);
+    const { body } = await shop.http.get('/api/admin/delays/order.unpaid').set(ADMIN_API).expect(200);
     expect(body).toMatchObject({ total: 0, items: [] });
   });
 

@@ -1,5 +1,6 @@
 import { UserPresence } from '../../apps/shop/src/presence/user-presence';
 import { dueTime, SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
+import { ADMIN_API, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 describe.each(SHOP_DRIVERS)('Presence (e2e) on the %s driver: heartbeats keep a user online, silence takes them offline', (driver) => {
   const fixture = useShopFixture(driver);
@@ -7,7 +8,7 @@ describe.each(SHOP_DRIVERS)('Presence (e2e) on the %s driver: heartbeats keep a 
   let shop: ShopUnderTest;
 
   beforeEach(async () => {
-    shop = await fixture.start();
+    shop = await fixture.start({ env: { ADMIN_TOKEN: TEST_ADMIN_TOKEN } });
   });
 
   async function heartbeat(userId: string): Promise<UserPresence> {
@@ -39,7 +40,7 @@ describe.each(SHOP_DRIVERS)('Presence (e2e) on the %s driver: heartbeats keep a 
     expect(await presenceOf('bob')).toMatchObject({ online: false });
 
     // One pending action per user, re-armed by each heartbeat, not one per heartbeat.
-    const { body: pending } = await shop.http.get('/api/admin/delays/user.offline').expect(200);
+    const { body: pending } = await shop.http.get('/api/admin/delays/user.offline').set(ADMIN_API).expect(200);
     expect(pending).toMatchObject({ total: 1, items: [{ key: 'ann' }] });
   });
 

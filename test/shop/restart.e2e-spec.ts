@@ -4,7 +4,7 @@ import { ProductsRepository } from '../../apps/shop/src/catalogue/products.repos
 import { Order } from '../../apps/shop/src/orders/order';
 import { OrdersRepository } from '../../apps/shop/src/orders/orders.repository';
 import { dueTime, ms, ShopUnderTest, useShopFixture } from './shop-drivers';
-import { override, ShopEnv } from './shop-test-app';
+import { ADMIN_API, override, ShopEnv, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 // The promise of the Redis driver that the wheel cannot make: pending
 // actions live in Redis, so they outlive the instance that scheduled them.
@@ -34,7 +34,7 @@ describe('Restart (e2e) on the redis driver: an unpaid order outlives the instan
     // shared: each app has its own delay driver, Redis connections and timers.
     const database = [override(OrdersRepository, new OrdersRepository()), override(ProductsRepository, new ProductsRepository())];
     // Same Redis (the fixture's server), same key prefix: B sees what A scheduled.
-    const env: ShopEnv = { UNPAID_TIMEOUT: '1s' };
+    const env: ShopEnv = { UNPAID_TIMEOUT: '1s', ADMIN_TOKEN: TEST_ADMIN_TOKEN };
     const prefix = `shop-restart-${randomUUID()}`;
 
     const startedAt = Date.now();
@@ -68,7 +68,7 @@ describe('Restart (e2e) on the redis driver: an unpaid order outlives the instan
     b.time.expectOnTime(cancelled.cancelledAt, dueAt);
     expect(await stockOf(b, 'green-tea')).toBe(20);
     // Done, so gone from Redis: nothing left for a later instance to run again.
-    await b.http.get('/api/admin/delays/order.unpaid').expect(200).expect(({ body: page }) => expect(page).toMatchObject({ total: 0, items: [] }));
+    await b.http.get('/api/admin/delays/order.unpaid').set(ADMIN_API).expect(200).expect(({ body: page }) => expect(page).toMatchObject({ total: 0, items: [] }));
 
     if (process.env.SHOP_E2E_TIMINGS) {
       const at = (time: number): string => `${time - startedAt} ms`;

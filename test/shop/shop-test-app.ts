@@ -1,5 +1,6 @@
 import { INestApplication, Type } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
+import { NestExpressApplication } from '@nestjs/platform-express';
 import { Test, TestingModuleBuilder } from '@nestjs/testing';
 import { DelayClock } from 'nestjs-delay';
 import { VirtualClock } from 'nestjs-delay/testing';
@@ -8,8 +9,17 @@ import request from 'supertest';
 import { AppModule } from '../../apps/shop/src/app.module';
 import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
 import { ShopConfig } from '../../apps/shop/src/config/shop-config.interface';
+import { configureHttp } from '../../apps/shop/src/http/configure-http';
 
-export type ShopEnv = Partial<Record<keyof typeof SHOP_ENV_DEFAULTS | 'REDIS_URL' | 'REDIS_PREFIX' | 'ADMIN_TOKEN', string>>;
+export type ShopEnv = Partial<
+  Record<keyof typeof SHOP_ENV_DEFAULTS | 'REDIS_URL' | 'REDIS_PREFIX' | 'ADMIN_TOKEN' | 'WEBHOOK_ALLOWED_NETWORKS' | 'OTEL_SERVICE_NAME' | 'OTEL_RESOURCE_ATTRIBUTES', string>
+>;
+
+/** An ADMIN_TOKEN for tests that use the JSON admin (/api/admin): start the shop with `env: { ADMIN_TOKEN: TEST_ADMIN_TOKEN }`. */
+export const TEST_ADMIN_TOKEN = 'test-admin-token-for-the-json-admin';
+
+/** The header the JSON admin needs: `.set(ADMIN_API)` on a supertest request. */
+export const ADMIN_API = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } as const;
 
 /** A provider replaced by a given instance, e.g. a repository shared by two app instances. */
 export interface ProviderOverride<T = unknown> {
@@ -45,13 +55,16 @@ export interface BootOptions {
  * cannot change what these tests see.
  */
 export async function bootShop(options: BootOptions = {}): Promise<BootedShop> {
-  const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, REDIS_URL: undefined, REDIS_PREFIX: undefined, ADMIN_TOKEN: undefined, ...options.env }, () => {
+  const pinned = { REDIS_URL: undefined, REDIS_PREFIX: undefined, ADMIN_TOKEN: undefined, WEBHOOK_ALLOWED_NETWORKS: undefined, OTEL_SERVICE_NAME: undefined, OTEL_RESOURCE_ATTRIBUTES: undefined };
+  const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, ...pinned, ...options.env }, () => {
     let builder: TestingModuleBuilder = Test.createTestingModule({ imports: [AppModule] });
     if (options.clock) builder = builder.overrideProvider(DelayClock).useValue(options.clock);
     for (const { token, value } of options.overrides ?? []) builder = builder.overrideProvider(token).useValue(value);
     return builder.compile();
   });
-  const app = moduleRef.createNestApplication({ logger: false });
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ logger: false });
+  // As main.ts does: no X-Powered-By, the JSON body limits.
+  configureHttp(app);
   let baseUrl: string | undefined;
   if (options.listen) {
     // A real port: the webhook handler reaches the receiver over HTTP, as it would another server.
@@ -73,7 +86,7 @@ export interface ShopTestApp extends BootedShop {
  * time with `clock.advance('30m')` and nothing waits in real time. For the
  * behaviours that must hold on both drivers, see shop-drivers.ts.
  */
-export async function startShop(options: { env?: ShopEnv; listen?: boolean } = {}): Promise<ShopTestApp> {
+export async function startShop(options: { env?: ShopEnv; listen?: boolean; overrides?: readonly ProviderOverride[] } = {}): Promise<ShopTestApp> {
   const clock = new VirtualClock();
   return { ...(await bootShop({ ...options, clock })), clock };
 }

@@ -3,6 +3,7 @@ import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
 import { WebhookDelivery } from '../../apps/shop/src/merchants/webhook-delivery';
 import { Order } from '../../apps/shop/src/orders/order';
 import { ms, SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
+import { ADMIN_API, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 interface ReceivedBatch {
   batchId: string;
@@ -37,11 +38,25 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
     // A real port: the webhook handler reaches the receiver over HTTP, as it would another server.
     // The order's own timeouts stay far longer than the window, as in production (and as on the wheel):
     // otherwise an order.cancelled or order.rated would join the batches under test.
-    shop = await fixture.start({ listen: true, env: { UNPAID_TIMEOUT: SHOP_ENV_DEFAULTS.UNPAID_TIMEOUT, AUTO_RATE_AFTER: SHOP_ENV_DEFAULTS.AUTO_RATE_AFTER } });
+    // The receiver is the shop itself, on 127.0.0.1: WEBHOOK_ALLOWED_NETWORKS lets webhooks reach it.
+    shop = await fixture.start({
+      listen: true,
+      env: {
+        UNPAID_TIMEOUT: SHOP_ENV_DEFAULTS.UNPAID_TIMEOUT,
+        AUTO_RATE_AFTER: SHOP_ENV_DEFAULTS.AUTO_RATE_AFTER,
+        ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+        WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32',
+      },
+    });
   });
 
+  async function merchantAuth(merchantId: string): Promise<{ authorization: string }> {
+    const { body } = await shop.http.post(`/api/admin/merchants/${merchantId}/token`).set(ADMIN_API).expect(201);
+    return { authorization: `Bearer ${(body as { token: string }).token}` };
+  }
+
   async function subscribe(merchantId: string, url = `${shop.baseUrl}/webhook-receiver/${merchantId}`): Promise<void> {
-    await shop.http.put(`/merchants/${merchantId}/webhook`).send({ url }).expect(200);
+    await shop.http.put(`/merchants/${merchantId}/webhook`).set(await merchantAuth(merchantId)).send({ url }).expect(200);
   }
 
   async function received(merchantId: string): Promise<ReceivedBatch[]> {
@@ -50,7 +65,7 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
   }
 
   async function deliveries(merchantId: string): Promise<WebhookDelivery[]> {
-    const { body } = await shop.http.get(`/merchants/${merchantId}/webhook/deliveries`).expect(200);
+    const { body } = await shop.http.get(`/merchants/${merchantId}/webhook/deliveries`).set(await merchantAuth(merchantId)).expect(200);
     return body as WebhookDelivery[];
   }
 
@@ -70,7 +85,7 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
 
   /** When the merchant's open batch is due, as the admin API lists it. */
   async function batchDueAt(merchantId: string): Promise<string> {
-    const { body } = await shop.http.get('/api/admin/delays/merchant.webhook').expect(200);
+    const { body } = await shop.http.get('/api/admin/delays/merchant.webhook').set(ADMIN_API).expect(200);
     const batch = (body as Page<{ key: string; dueAt: string }>).items.find((item) => item.key === merchantId);
     if (!batch) throw new Error(`No open webhook batch for "${merchantId}" in ${JSON.stringify(body)}`);
     return batch.dueAt;
@@ -123,7 +138,7 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
     // The window, then the two retries: three attempts in all, the last one 3 s after the window closed.
     const lastAttemptAt = ms(await batchDueAt('leafy')) + RETRY_DELAYS_MS[0] + RETRY_DELAYS_MS[1];
     const readDead = async (): Promise<Page<{ id: string; key: string; attempts: number; error: string }>> => {
-      const { body } = await shop.http.get('/api/admin/delays/merchant.webhook/dead').expect(200);
+      const { body } = await shop.http.get('/api/admin/delays/merchant.webhook/dead').set(ADMIN_API).expect(200);
       return body as Page<{ id: string; key: string; attempts: number; error: string }>;
     };
     const dead = await shop.time.at(lastAttemptAt, readDead, (page) => page.total > 0);
@@ -136,12 +151,12 @@ describe.each(SHOP_DRIVERS)('Merchant webhooks (e2e) on the %s driver: events wi
     ]);
 
     await subscribe('leafy');
-    await shop.http.post(`/api/admin/delays/merchant.webhook/dead/${encodeURIComponent(dead.items[0].id)}/redrive`).expect(200, { topic: 'merchant.webhook', redriven: 1 });
+    await shop.http.post(`/api/admin/delays/merchant.webhook/dead/${encodeURIComponent(dead.items[0].id)}/redrive`).set(ADMIN_API).expect(200, { topic: 'merchant.webhook', redriven: 1 });
 
     // A re-driven action is due at once.
     const batches = await shop.time.at(shop.time.now() + 1_000, () => received('leafy'), (found) => found.length > 0);
     expect(batches).toHaveLength(1);
     expect(batches[0].events).toMatchObject([{ type: 'order.created', orderId: order.id }]);
-    await shop.http.get('/api/admin/delays/merchant.webhook/dead').expect(200).expect(({ body }) => expect(body).toMatchObject({ total: 0 }));
+    await shop.http.get('/api/admin/delays/merchant.webhook/dead').set(ADMIN_API).expect(200).expect(({ body }) => expect(body).toMatchObject({ total: 0 }));
   });
 });

@@ -4,6 +4,7 @@ import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { DelayModule } from 'nestjs-delay';
 import { AdminModule } from './admin/admin.module';
 import { CatalogueModule } from './catalogue/catalogue.module';
+import { DelayErrorFilter } from './common/delay-error.filter';
 import { DomainExceptionFilter } from './common/domain-exception.filter';
 import { createDelayOptions } from './config/delay-options.factory';
 import { shopConfig } from './config/shop.config';
@@ -32,6 +33,7 @@ import { ReceiverModule } from './receiver/receiver.module';
       useValue: new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true, transform: true }),
     },
     { provide: APP_FILTER, useClass: DomainExceptionFilter },
+    { provide: APP_FILTER, useClass: DelayErrorFilter },
   ],
 })
 export class AppModule {}

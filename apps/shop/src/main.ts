@@ -2,11 +2,13 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { NestFactory } from '@nestjs/core';
+import { NestExpressApplication } from '@nestjs/platform-express';
 import { AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { InvalidEnvironmentError } from './config/invalid-environment.error';
 import { parseShopEnv } from './config/parse-shop-env';
 import { ShopConfig } from './config/shop-config.interface';
+import { configureHttp } from './http/configure-http';
 
 async function bootstrap(): Promise<void> {
   // AppModule checks the environment too; checking first here means a typo
@@ -14,7 +16,8 @@ async function bootstrap(): Promise<void> {
   parseShopEnv(process.env);
   // abortOnError: false turns any other failed startup (Redis not reachable,
   // say) into a rejected promise, reported below, rather than an abort.
-  const app = await NestFactory.create(AppModule, { abortOnError: false });
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { abortOnError: false });
+  configureHttp(app);
   app.enableShutdownHooks();
   const config = app.get<ConfigService<{ shop: ShopConfig }, true>>(ConfigService).get('shop', { infer: true });
   await app.listen(config.port);
@@ -24,8 +27,10 @@ async function bootstrap(): Promise<void> {
   logger.log(`Shop listening on http://localhost:${port}`);
   logger.log(
     `Delay admin page on http://localhost:${port}/admin/delays (${config.adminToken === undefined ? 'read-only: set ADMIN_TOKEN to enable its buttons' : 'buttons ask for ADMIN_TOKEN'}); ` +
-      `health on /health, Prometheus metrics on /metrics`,
+      `JSON admin on /api/admin (${config.adminToken === undefined ? 'closed: set ADMIN_TOKEN to open it' : 'send ADMIN_TOKEN as a bearer token'}); health on /health, Prometheus metrics on /metrics`,
   );
+  const allowed = config.webhookAllowedNetworks.map(({ address, prefix }) => `${address}/${prefix}`);
+  if (allowed.length > 0) logger.warn(`Webhooks may reach these otherwise refused networks (WEBHOOK_ALLOWED_NETWORKS): ${allowed.join(', ')}`);
   logger.log(
     `Delay driver: ${config.redisUrl === undefined ? 'wheel (in memory: pending actions are lost on restart)' : 'redis'}; ` +
       `unpaid timeout ${human(config.unpaidTimeoutMs)}, auto-rate after ${human(config.autoRateAfterMs)}, ` +

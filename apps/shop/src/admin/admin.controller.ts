@@ -1,5 +1,6 @@
-import { Controller, Get, HttpCode, HttpStatus, Param, Post, Query } from '@nestjs/common';
+import { Controller, Get, HttpCode, HttpStatus, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { DeadAction, Page, PendingAction, TopicSummary } from 'nestjs-delay';
+import { AdminApiGuard } from './admin-api.guard';
 import { DelaysAdminService } from './delays-admin.service';
 import { DeadActionParams } from './dto/dead-action-params.dto';
 import { PageQuery } from './dto/page.query';
@@ -8,10 +9,10 @@ import { RedriveResult } from './redrive-result';
 
 /**
  * The JSON side of the delay admin, for scripts (people use the page at
- * /admin/delays). Unauthenticated: this is a demo. A real shop puts these
- * routes behind an admin guard.
+ * /admin/delays). Every route needs the ADMIN_TOKEN as a bearer token.
  */
 @Controller('api/admin/delays')
+@UseGuards(AdminApiGuard)
 export class AdminController {
   constructor(private readonly admin: DelaysAdminService) {}
 

@@ -1,7 +1,8 @@
-import { ArgumentsHost, Catch, ConflictException, HttpException, NotFoundException } from '@nestjs/common';
+import { ArgumentsHost, BadRequestException, Catch, ConflictException, HttpException, NotFoundException } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
 import { ConflictError } from './errors/conflict.error';
 import { DomainError } from './errors/domain.error';
+import { InvalidInputError } from './errors/invalid-input.error';
 import { NotFoundError } from './errors/not-found.error';
 
 /**
@@ -20,5 +21,6 @@ export class DomainExceptionFilter extends BaseExceptionFilter {
 function toHttpException(error: DomainError): HttpException | undefined {
   if (error instanceof NotFoundError) return new NotFoundException(error.message);
   if (error instanceof ConflictError) return new ConflictException(error.message);
+  if (error instanceof InvalidInputError) return new BadRequestException(error.message);
   return undefined;
 }

@@ -1,6 +1,7 @@
+import { isIP } from 'node:net';
 import { parseDuration } from 'nestjs-delay';
 import { InvalidEnvironmentError } from './invalid-environment.error';
-import { ShopConfig } from './shop-config.interface';
+import { AllowedNetwork, ShopConfig } from './shop-config.interface';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -31,6 +32,7 @@ export function parseShopEnv(env: Env): ShopConfig {
     webhookWindowMs: duration(env, 'WEBHOOK_WINDOW', problems),
     // 1000 is the delay module's default maxBatchItems, which collect refuses to exceed.
     webhookMaxBatch: integer(env, 'WEBHOOK_MAX_BATCH', 1, 1_000, problems),
+    webhookAllowedNetworks: allowedNetworks(env, problems),
   };
   if (problems.length > 0) throw new InvalidEnvironmentError(problems);
   return config;
@@ -97,4 +99,28 @@ function adminToken(env: Env, problems: string[]): string | undefined {
   if (value === undefined || value === '') return undefined;
   if (value.length < 12) problems.push('ADMIN_TOKEN must be at least 12 characters (unset it to keep the admin page read-only)');
   return value;
+}
+
+/**
+ * WEBHOOK_ALLOWED_NETWORKS: the loopback, private or other special-purpose
+ * networks a webhook may reach after all, as comma-separated CIDRs or
+ * addresses, e.g. "127.0.0.1/32,::1/128" for a receiver on this machine.
+ * Unset (the default): webhooks reach public addresses only.
+ */
+function allowedNetworks(env: Env, problems: string[]): AllowedNetwork[] {
+  const value = env.WEBHOOK_ALLOWED_NETWORKS?.trim();
+  if (value === undefined || value === '') return [];
+  const networks: AllowedNetwork[] = [];
+  for (const entry of value.split(',').map((part) => part.trim())) {
+    const [address = '', prefixText, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const maxPrefix = family === 6 ? 128 : 32;
+    const prefix = prefixText === undefined ? maxPrefix : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+    if (family === 0 || rest.length > 0 || !(prefix >= 0 && prefix <= maxPrefix)) {
+      problems.push(`WEBHOOK_ALLOWED_NETWORKS has ${JSON.stringify(entry)}: use comma-separated addresses or CIDRs, e.g. 127.0.0.1/32,::1/128 (unset it to allow public addresses only)`);
+      continue;
+    }
+    networks.push({ address, prefix, family: family === 6 ? 'ipv6' : 'ipv4' });
+  }
+  return networks;
 }

@@ -17,4 +17,13 @@ export interface ShopConfig {
   readonly webhookWindowMs: number;
   /** A batch is sent as soon as it holds this many events, window or not. */
   readonly webhookMaxBatch: number;
+  /** Special-purpose networks (loopback, private...) webhooks may reach after all. Empty: public addresses only. */
+  readonly webhookAllowedNetworks: readonly AllowedNetwork[];
+}
+
+/** One entry of WEBHOOK_ALLOWED_NETWORKS. */
+export interface AllowedNetwork {
+  readonly address: string;
+  readonly prefix: number;
+  readonly family: 'ipv4' | 'ipv6';
 }

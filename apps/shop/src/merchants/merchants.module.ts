@@ -1,8 +1,12 @@
 import { Module } from '@nestjs/common';
 import { OrdersModule } from '../orders/orders.module';
+import { HostResolver } from './host-resolver';
 import { MerchantEventsCollector } from './merchant-events.collector';
+import { MerchantTokenGuard } from './merchant-token.guard';
+import { MerchantTokensRepository } from './merchant-tokens.repository';
 import { MerchantsController } from './merchants.controller';
 import { MerchantsRepository } from './merchants.repository';
+import { WebhookAddressPolicy } from './webhook-address-policy';
 import { WebhookBatchHandler } from './webhook-batch.handler';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository';
 import { WebhookSender } from './webhook-sender';
@@ -16,10 +20,15 @@ import { WebhooksService } from './webhooks.service';
     MerchantsRepository,
     WebhookSubscriptionsRepository,
     WebhookDeliveriesRepository,
+    MerchantTokensRepository,
+    MerchantTokenGuard,
+    HostResolver,
+    WebhookAddressPolicy,
     WebhooksService,
     WebhookSender,
     MerchantEventsCollector,
     WebhookBatchHandler,
   ],
+  exports: [WebhooksService],
 })
 export class MerchantsModule {}

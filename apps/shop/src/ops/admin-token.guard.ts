@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, ForbiddenException, Injectable, UnauthorizedException } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '../common/secrets';
 import { ShopConfig } from '../config/shop-config.interface';
 
 interface GuardedRequest {
@@ -43,10 +43,4 @@ function basicPassword(header: string | string[] | undefined): string | undefine
   const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   return colon < 0 ? undefined : decoded.slice(colon + 1);
-}
-
-/** Compares digests, so the time taken says nothing about how much of the password was right. */
-function sameSecret(given: string, expected: string): boolean {
-  const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
-  return timingSafeEqual(digest(given), digest(expected));
 }

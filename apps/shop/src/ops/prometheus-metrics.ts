@@ -1,8 +1,12 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { defaultResource, detectResources, envDetector, Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { IncomingMessage, ServerResponse } from 'node:http';
+
+/** The service name the metrics carry (`service_name` on target_info) unless OTEL_SERVICE_NAME says otherwise. */
+export const SHOP_SERVICE_NAME = 'nestjs-delay-shop';
 
 /**
  * The OpenTelemetry metrics SDK with a Prometheus reader, registered as the
@@ -14,7 +18,7 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 export class PrometheusMetrics implements OnApplicationShutdown {
   private readonly logger = new Logger(PrometheusMetrics.name);
   private readonly exporter = new PrometheusExporter({ preventServerStart: true });
-  private readonly provider = new MeterProvider({ readers: [this.exporter] });
+  private readonly provider = new MeterProvider({ readers: [this.exporter], resource: shopResource() });
   private readonly registered: boolean;
 
   constructor() {
@@ -31,4 +35,15 @@ export class PrometheusMetrics implements OnApplicationShutdown {
     await this.provider.shutdown();
     if (this.registered) metrics.disable();
   }
+}
+
+/**
+ * The SDK's defaults (SDK name and version), named as the shop, then what
+ * the standard variables say: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES,
+ * read when the shop starts, win.
+ */
+function shopResource(): Resource {
+  return defaultResource()
+    .merge(resourceFromAttributes({ 'service.name': SHOP_SERVICE_NAME }))
+    .merge(detectResources({ detectors: [envDetector] }));
 }

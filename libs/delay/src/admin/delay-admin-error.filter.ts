@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { DelayError } from '../errors/delay.error';
 import { DriverUnavailableError } from '../errors/driver-unavailable.error';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
+import { ADMIN_HEADERS } from './admin-headers';
 import { errorPage } from './admin-pages';
 import { AdminRequest, mountBase } from './admin-request';
 import { DELAY_ADMIN_OPTIONS } from './delay-admin.constants';
@@ -30,9 +31,8 @@ export class DelayAdminErrorFilter implements ExceptionFilter {
     const { status, message, headers } = this.describe(exception);
     const adapter = this.adapterHost.httpAdapter;
     const page = errorPage({ base: mountBase(request, this.options.path), options: this.options, now: Date.now() }, status, message);
-    adapter.setHeader(response, 'Content-Type', 'text/html; charset=utf-8');
-    adapter.setHeader(response, 'Cache-Control', 'no-store');
-    adapter.setHeader(response, 'Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+    // The same policy as every page: the error page shows text from the request (a topic, a message).
+    for (const [name, value] of Object.entries(ADMIN_HEADERS)) adapter.setHeader(response, name, value);
     for (const [name, value] of Object.entries(headers)) adapter.setHeader(response, name, value);
     adapter.reply(response, page, status);
   }

@@ -1,8 +1,9 @@
-import { BadRequestException, Body, ForbiddenException, Get, Header, HttpStatus, Inject, NotFoundException, Param, Post, Query, Redirect, Req } from '@nestjs/common';
+import { BadRequestException, Body, ForbiddenException, Get, HttpStatus, Inject, NotFoundException, Param, Post, Query, Redirect, Req } from '@nestjs/common';
 import { DelayService } from '../delay.service';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { DelayClock } from '../time/clock';
 import { deadPage, PageFrame, pendingPage, TopicHeading, topicsPage } from './admin-pages';
+import { AdminPageHeaders } from './admin-headers';
 import { noticeText } from './admin-notices';
 import { AdminRequest, assertSameOrigin, mountBase } from './admin-request';
 import { DELAY_ADMIN_OPTIONS } from './delay-admin.constants';
@@ -20,10 +21,6 @@ interface RedirectTo {
   readonly statusCode: number;
 }
 
-const HTML = 'text/html; charset=utf-8';
-/** Inline styles only: no script, no image, no font, nothing fetched. */
-const CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
 /**
  * The admin page's routes. DelayAdminModule.register subclasses it once per
  * mount, adding the path and the app's guards; every page reads one page of
@@ -37,21 +34,13 @@ export class DelayAdminController {
   ) {}
 
   @Get()
-  @Header('Content-Type', HTML)
-  @Header('Content-Security-Policy', CSP)
-  @Header('Cache-Control', 'no-store')
-  @Header('X-Content-Type-Options', 'nosniff')
-  @Header('Referrer-Policy', 'no-referrer')
+  @AdminPageHeaders()
   async topics(@Req() request: AdminRequest, @Query('done') done?: string, @Query('n') n?: string): Promise<string> {
     return topicsPage(this.frame(request, done, n), await this.delay.topics());
   }
 
   @Get('topics/:topic')
-  @Header('Content-Type', HTML)
-  @Header('Content-Security-Policy', CSP)
-  @Header('Cache-Control', 'no-store')
-  @Header('X-Content-Type-Options', 'nosniff')
-  @Header('Referrer-Policy', 'no-referrer')
+  @AdminPageHeaders()
   async pending(@Req() request: AdminRequest, @Param('topic') topic: string, @Query('page') page?: string, @Query('done') done?: string, @Query('n') n?: string): Promise<string> {
     const number = pageNumber(page);
     const [list, summary] = await Promise.all([this.delay.list(topic, this.pageRequest(number)), this.summary(topic)]);
@@ -59,11 +48,7 @@ export class DelayAdminController {
   }
 
   @Get('topics/:topic/dead')
-  @Header('Content-Type', HTML)
-  @Header('Content-Security-Policy', CSP)
-  @Header('Cache-Control', 'no-store')
-  @Header('X-Content-Type-Options', 'nosniff')
-  @Header('Referrer-Policy', 'no-referrer')
+  @AdminPageHeaders()
   async dead(@Req() request: AdminRequest, @Param('topic') topic: string, @Query('page') page?: string, @Query('done') done?: string, @Query('n') n?: string): Promise<string> {
     const number = pageNumber(page);
     const [list, summary] = await Promise.all([this.delay.listDead(topic, this.pageRequest(number)), this.summary(topic)]);
