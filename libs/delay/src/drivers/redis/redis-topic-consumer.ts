@@ -15,6 +15,21 @@ function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
 }
 
+/**
+ * The lease a claim gives what it takes, before the first renewal brings it
+ * to `lease`: long enough for this instance to ask a claim whose reply was
+ * lost again before it runs out, whatever `lease` is. A reply lost with a
+ * socket that closed is asked for again as soon as the client reconnects;
+ * one lost on a socket that stays silent, once the claim's time bound has
+ * passed, a PING has gone unanswered for another, and the client has
+ * reconnected (the second). Asked again in time, the claim hands back what
+ * it took, same attempt; once the lease ran out, the action would come back
+ * as a new attempt and, on its last one, go to the dead set without running.
+ */
+export function firstLeaseMs(leaseMs: number, commandTimeoutMs: number): number {
+  return Math.max(leaseMs, 2 * commandTimeoutMs + 1_000);
+}
+
 export interface TopicConsumerSettings {
   readonly topic: string;
   /** The keys of the shard this consumer claims from. */
@@ -153,7 +168,7 @@ export class RedisTopicConsumer {
       reply = await this.connection.run<Array<string | number>>(
         'claim',
         [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused],
-        [Math.max(0, limit), leaseMs, keys.itemsPrefix],
+        [Math.max(0, limit), firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix],
       );
       this.failures = 0;
       this.claimId = undefined;
