@@ -159,6 +159,27 @@ describe('faults: a reply lost with its connection', () => {
     expect(settledAt - resetAt).toBeLessThanOrEqual(RECOVERY_MS);
   }, 30_000);
 
+  it('waitForReplicas: a write whose connection closes before its WAIT is answered rejects at once, not after the command and replica timeouts', async () => {
+    const prefix = `lost-close-wait-${process.pid}-${++prefixes}`;
+    const ledger = new FaultLedger();
+    // No replica: WAIT would wait its whole 3 s. The proxy passes the write on and resets the connection instead of sending WAIT.
+    const producer = await instance(prefix, ledger, { proxied: true, consume: false }, { waitForReplicas: { replicas: 1, timeout: '3s' } });
+    const reset = rig.proxy.onCommand((words) => words[0] === 'wait', 'before', 1);
+    const started = Date.now();
+    const outcome = await within(
+      producer.delay.schedule(FAULT.once, 'waited', { delay: '1h' }).then(
+        () => 'resolved',
+        (error: unknown) => (error instanceof DriverUnavailableError ? error.message : `rejected with ${String(error)}`),
+      ),
+      15_000,
+      'the write whose connection closed',
+    );
+    const took = Date.now() - started;
+    report(`write with waitForReplicas, connection closed before its WAIT: rejected after ${took} ms (WAIT's timeout 3000 ms, commandTimeout 5000 ms)`);
+    expect({ resets: reset.length, outcome }).toEqual({ resets: 1, outcome: expect.stringContaining('closed before') });
+    expect(took).toBeLessThanOrEqual(RECOVERY_MS);
+  }, 30_000);
+
   it('claim on a socket that stays silent: asked again once the dead socket is replaced, within a first lease that outlasts that, though `lease` is 1 s; attempt 1, none dead', async () => {
     const prefix = `lost-silent-claim-${process.pid}-${++prefixes}`;
     const ledger = new FaultLedger();
