@@ -16,15 +16,15 @@ function retryDelay(failures: number): number {
 }
 
 /**
- * The lease a claim gives what it takes, before the first renewal brings it
- * to `lease`: long enough for this instance to ask a claim whose reply was
- * lost again before it runs out, whatever `lease` is. A reply lost with a
- * socket that closed is asked for again as soon as the client reconnects;
- * one lost on a socket that stays silent, once the claim's time bound has
- * passed, a PING has gone unanswered for another, and the client has
- * reconnected (the second). Asked again in time, the claim hands back what
- * it took, same attempt; once the lease ran out, the action would come back
- * as a new attempt and, on its last one, go to the dead set without running.
+ * The lease a claim gives what it takes, until the first renewal brings it
+ * to `lease`: long enough for this instance to ask again for a claim whose
+ * reply was lost before that lease runs out, whatever `lease` is. A reply
+ * lost with a socket that closed is asked for again as soon as the client
+ * has reconnected; one lost on a socket that stays silent, once the claim's
+ * time bound has passed, then a PING's (the dead socket is then replaced),
+ * then a reconnect (the extra second). Asked again in time, the claim hands
+ * back what it took, same attempt; too late, the actions come back as a new
+ * attempt and, on their last one, go to the dead set without running.
  */
 export function firstLeaseMs(leaseMs: number, commandTimeoutMs: number): number {
   return Math.max(leaseMs, 2 * commandTimeoutMs + 1_000);
