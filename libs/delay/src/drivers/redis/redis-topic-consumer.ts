@@ -15,6 +15,21 @@ function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
 }
 
+/**
+ * The lease a claim gives what it takes, until the first renewal brings it
+ * to `lease`: long enough for this instance to ask again for a claim whose
+ * reply was lost before that lease runs out, whatever `lease` is. A reply
+ * lost with a socket that closed is asked for again as soon as the client
+ * has reconnected; one lost on a socket that stays silent, once the claim's
+ * time bound has passed, then a PING's (the dead socket is then replaced),
+ * then a reconnect (the extra second). Asked again in time, the claim hands
+ * back what it took, same attempt; too late, the actions come back as a new
+ * attempt and, on their last one, go to the dead set without running.
+ */
+export function firstLeaseMs(leaseMs: number, commandTimeoutMs: number): number {
+  return Math.max(leaseMs, 2 * commandTimeoutMs + 1_000);
+}
+
 export interface TopicConsumerSettings {
   readonly topic: string;
   /** The keys of the shard this consumer claims from. */
@@ -153,7 +168,7 @@ export class RedisTopicConsumer {
       reply = await this.connection.run<Array<string | number>>(
         'claim',
         [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused],
-        [Math.max(0, limit), leaseMs, keys.itemsPrefix],
+        [Math.max(0, limit), firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix],
       );
       this.failures = 0;
       this.claimId = undefined;
