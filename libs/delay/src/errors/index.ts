@@ -16,3 +16,6 @@ export { UnsupportedOperationError } from './unsupported-operation.error';
 export { HandlerAbortedError } from './handler-aborted.error';
 export { AdminGuardRequiredError } from './admin-guard-required.error';
 export { InvalidAdminOptionsError } from './invalid-admin-options.error';
+export { InvalidCronExpressionError } from './invalid-cron-expression.error';
+export { UnknownTimeZoneError } from './unknown-time-zone.error';
+export { InvalidRecurrenceError } from './invalid-recurrence.error';
