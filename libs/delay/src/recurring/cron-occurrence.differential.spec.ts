@@ -4,22 +4,9 @@
 // start instants from a seeded generator, most of them within a day and a half before an offset change.
 import { ReferenceCron, referenceFirings, type ReferencePolicies } from '../../../../test/support/cron-reference';
 import { fieldsOfWall, findTransitions, localFields, wallOf } from '../../../../test/support/zone-fields';
+import { seededRandom as seeded, type Random } from '../../../../test/support/seeded-random';
 import { compileRecurrence } from './compile-recurrence';
 import type { CronRecurrence } from './recurrence-spec';
-
-type Random = () => number;
-
-/** mulberry32: a small deterministic PRNG, so a failure names a case that can be run again. */
-function seeded(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
 const integer = (random: Random, min: number, max: number): number => min + Math.floor(random() * (max - min + 1));

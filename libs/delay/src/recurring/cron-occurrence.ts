@@ -43,13 +43,16 @@ export class CronOccurrence implements NextOccurrence {
     let best: number | null = null;
     // Once best is known, wall times from `stop` on can only fire after it.
     let stop = Number.POSITIVE_INFINITY;
-    for (let wall = this.expression.nextWall(lowest - 1000); wall !== null && wall < stop; wall = this.expression.nextWall(wall)) {
+    let wall = this.expression.nextWall(lowest - 1000);
+    while (wall !== null && wall < stop) {
       for (const instant of this.firings(wall)) {
         if (instant > instantMs && (best === null || instant < best)) {
           best = instant;
           stop = this.wallBound(best);
         }
       }
+      // Matching wall times are whole seconds apart: skip asking for one that could not be below `stop`.
+      wall = wall + 1000 >= stop ? null : this.expression.nextWall(wall);
     }
     return best;
   }

@@ -21,8 +21,17 @@ export type WallResolution =
 // cheaper to read back than the formatted fields.
 const OFFSET_TEXT = /GMT(?:([+-])(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?)?$/;
 
+/** How many offset changes a ZoneRules remembers (a schedule near a change asks about it on every call). */
+const REMEMBERED_TRANSITIONS = 16;
+
+interface Transition {
+  readonly at: number;
+  readonly offsetBefore: number;
+}
+
 export class ZoneRules {
   private readonly offsetFormat: Intl.DateTimeFormat;
+  private readonly transitions: Transition[] = [];
   private readonly fieldFormat: Intl.DateTimeFormat;
   /** The zone's canonical name as Intl resolved it. */
   readonly resolvedName: string;
@@ -89,6 +98,9 @@ export class ZoneRules {
    */
   transitionBetween(lowMs: number, highMs: number): number {
     const offset = this.offsetAt(lowMs);
+    for (const known of this.transitions) {
+      if (known.at > lowMs && known.at <= highMs && known.offsetBefore === offset) return known.at;
+    }
     let low = Math.floor(lowMs / 1000); // offset at low (in seconds) is `offset`
     let high = Math.ceil(highMs / 1000);
     if (this.offsetAt(high * 1000) === offset) return highMs;
@@ -97,6 +109,8 @@ export class ZoneRules {
       if (this.offsetAt(middle * 1000) === offset) low = middle;
       else high = middle;
     }
+    if (this.transitions.length === REMEMBERED_TRANSITIONS) this.transitions.shift();
+    this.transitions.push({ at: high * 1000, offsetBefore: offset });
     return high * 1000;
   }
 
