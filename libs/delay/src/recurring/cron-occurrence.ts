@@ -1,7 +1,7 @@
 import type { CronExpression } from './cron-expression';
 import type { NextOccurrence } from './next-occurrence';
 import type { DstGapPolicy, DstOverlapPolicy } from './recurrence-spec';
-import { DAY_MS, type ZoneRules } from './zone-rules';
+import { DAY_MS, type WallResolution, type ZoneRules } from './zone-rules';
 import { clampInstant, MAX_INSTANT_MS } from './instant-range';
 
 /**
@@ -43,23 +43,30 @@ export class CronOccurrence implements NextOccurrence {
     let best: number | null = null;
     // Once best is known, wall times from `stop` on can only fire after it.
     let stop = Number.POSITIVE_INFINITY;
+    const wallNow = after + offsetNow;
     let wall = this.expression.nextWall(lowest - 1000);
     while (wall !== null && wall < stop) {
-      for (const instant of this.firings(wall)) {
+      const resolution = this.zone.resolve(wall);
+      const firings = this.firings(wall, resolution);
+      for (const instant of firings) {
         if (instant > instantMs && (best === null || instant < best)) {
           best = instant;
-          stop = this.wallBound(best);
+          stop = this.wallBound(best, after);
         }
       }
+      let from = wall;
+      // Below wallNow, a wall time fires after `after` only on its second pass, after the coming jump
+      // back, and those instants rise with the wall time: once one is found, go on from wallNow.
+      if (best !== null && wall < wallNow) from = Math.max(from, wallNow - 1000);
+      if (resolution.kind === 'gap') from = Math.max(from, this.afterGap(wall, resolution.transition, firings.length > 0));
       // Matching wall times are whole seconds apart: skip asking for one that could not be below `stop`.
-      wall = wall + 1000 >= stop ? null : this.expression.nextWall(wall);
+      wall = from + 1000 >= stop ? null : this.expression.nextWall(from);
     }
     return best;
   }
 
   /** The instants a matching wall time fires at, ascending. */
-  private firings(wall: number): readonly number[] {
-    const resolution = this.zone.resolve(wall);
+  private firings(wall: number, resolution: WallResolution): readonly number[] {
     switch (resolution.kind) {
       case 'single':
         return [resolution.instant];
@@ -75,14 +82,27 @@ export class CronOccurrence implements NextOccurrence {
   }
 
   /**
-   * A wall time from which every firing is later than `instant`: the wall time of the instant, or,
-   * when the clock went back shortly before it, the wall time the clock had reached before going back.
+   * Where to go on from a wall time in a gap: the other wall times of the gap fire at the same
+   * transition or not at all, so from the end of the gap; but when this one did not shift because the
+   * jump left its date, the gap's wall times on the transition's own date still do.
    */
-  private wallBound(instant: number): number {
+  private afterGap(wall: number, transition: number, fired: boolean): number {
+    const end = this.zone.wallAt(transition);
+    if (fired || !this.expression.fixedTime || this.gapPolicy === 'skip') return end - 1000;
+    return Math.max(wall, Math.floor(end / DAY_MS) * DAY_MS - 1000);
+  }
+
+  /**
+   * A wall time from which every firing is later than `instant` (among those after `after`): the wall
+   * time of the instant, or, when the clock went back between `after` and the instant, the wall time
+   * the clock had reached before going back.
+   */
+  private wallBound(instant: number, after: number): number {
     const offset = this.zone.offsetAt(instant);
     const offsetBefore = this.zone.offsetAt(instant - 2 * DAY_MS);
     if (offsetBefore <= offset) return instant + offset;
     const transition = this.zone.transitionBetween(instant - 2 * DAY_MS, instant);
+    if (transition <= after) return instant + offset;
     return Math.max(instant + offset, transition + offsetBefore);
   }
 }

@@ -3,7 +3,7 @@
 // exactly one occurrence, and that occurrence is at the wall time asked for, or (when the clock skips
 // it) at the first instant after the jump on the same date. Every offset change of every zone in the
 // range is covered (a window of a day and a half either side), plus a few seeded random days per zone.
-import { findTransitions, localFields, offsetOf, wallOf } from '../../../../test/support/zone-fields';
+import { findTransitions, localFields, offsetOf, wallOf, type LocalFields } from '../../../../test/support/zone-fields';
 import { seededRandom } from '../../../../test/support/seeded-random';
 import { compileRecurrence } from './compile-recurrence';
 import type { NextOccurrence } from './next-occurrence';
@@ -17,10 +17,13 @@ const SCHEDULES = [
   { cron: '0 0 * * *', hour: 0, minute: 0 },
 ];
 
-/** The local date of an instant as "yyyy-mm-dd". */
-function localDate(timeZone: string, instant: number): string {
-  const fields = localFields(timeZone, instant);
+/** A local date as "yyyy-mm-dd". */
+function dateOf(fields: LocalFields): string {
   return `${fields.year}-${String(fields.month).padStart(2, '0')}-${String(fields.day).padStart(2, '0')}`;
+}
+
+function localDate(timeZone: string, instant: number): string {
+  return dateOf(localFields(timeZone, instant));
 }
 
 /** Problems with the occurrences of one schedule over [start, end] in one zone. */
@@ -36,9 +39,9 @@ function checkWindow(timeZone: string, schedule: (typeof SCHEDULES)[number], rec
     }
     if (!(next > at)) problems.push(`${timeZone} ${schedule.cron}: after(${new Date(at).toISOString()}) = ${new Date(next).toISOString()}, not later`);
     if (next > end) break;
-    const date = localDate(timeZone, next);
-    perDate.set(date, (perDate.get(date) ?? 0) + 1);
     const fields = localFields(timeZone, next);
+    const date = dateOf(fields);
+    perDate.set(date, (perDate.get(date) ?? 0) + 1);
     if (fields.hour !== schedule.hour || fields.minute !== schedule.minute || fields.second !== 0) {
       // Only allowed when the clock jumped over the time that day: `next` is the first instant after the
       // jump, the wall time just before it is earlier than the time asked for, and the date is the same.
