@@ -37,3 +37,17 @@ describe('ZoneRules', () => {
     expect(() => new ZoneRules('Mars/Olympus_Mons')).toThrow(RangeError);
   });
 });
+
+describe('ZoneRules.offsetFromFields (the fallback)', () => {
+  it('agrees with offsetAt across zones and centuries', () => {
+    const differences: string[] = [];
+    for (const timeZone of ['Europe/Paris', 'Africa/Monrovia', 'Asia/Kathmandu', 'Pacific/Apia', 'America/St_Johns', 'UTC', 'Australia/Lord_Howe']) {
+      const zone = new ZoneRules(timeZone);
+      for (let instant = Date.UTC(1850, 0, 1, 0, 0, 0, 0); instant < Date.UTC(2100, 0, 1); instant += 86_400_000 * 97 + 3_600_000 * 7 + 1234) {
+        if (zone.offsetFromFields(instant) !== zone.offsetAt(instant)) differences.push(`${timeZone} ${new Date(instant).toISOString()}`);
+      }
+      expect(zone.offsetFromFields(Date.UTC(150, 5, 1))).toBe(zone.offsetAt(Date.UTC(150, 5, 1)));
+    }
+    expect(differences).toEqual([]);
+  });
+});

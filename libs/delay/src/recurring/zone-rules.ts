@@ -32,25 +32,11 @@ interface Transition {
 export class ZoneRules {
   private readonly offsetFormat: Intl.DateTimeFormat;
   private readonly transitions: Transition[] = [];
-  private readonly fieldFormat: Intl.DateTimeFormat;
-  /** The zone's canonical name as Intl resolved it. */
-  readonly resolvedName: string;
+  private fieldFormat: Intl.DateTimeFormat | null = null;
 
   /** Throws RangeError when the runtime does not know `timeZone`. */
   constructor(readonly timeZone: string) {
     this.offsetFormat = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
-    this.fieldFormat = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      era: 'short',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    this.resolvedName = this.offsetFormat.resolvedOptions().timeZone;
   }
 
   /** The zone's UTC offset in milliseconds (whole seconds) at an instant. */
@@ -114,14 +100,26 @@ export class ZoneRules {
     return high * 1000;
   }
 
-  /** Fallback when the runtime renders offsets some other way: local fields minus the instant. */
-  private offsetFromFields(instantMs: number): number {
-    const fields: Record<string, string> = {};
-    for (const part of this.fieldFormat.formatToParts(instantMs)) fields[part.type] = part.value;
-    const year = fields.era === 'BC' || fields.era === 'B' ? 1 - Number(fields.year) : Number(fields.year);
+  /**
+   * The offset from the local fields, for a runtime that renders 'longOffset' some other way (Node 20
+   * and later do not). Slower; instants from the year 100 on (see instant-range.ts).
+   */
+  offsetFromFields(instantMs: number): number {
+    this.fieldFormat ??= new Intl.DateTimeFormat('en-US', {
+      timeZone: this.timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    const fields: Record<string, number> = {};
+    for (const part of this.fieldFormat.formatToParts(instantMs)) fields[part.type] = Number(part.value);
     const wall = new Date(0);
-    wall.setUTCFullYear(year, Number(fields.month) - 1, Number(fields.day));
-    wall.setUTCHours(Number(fields.hour) % 24, Number(fields.minute), Number(fields.second), 0);
+    wall.setUTCFullYear(fields.year, fields.month - 1, fields.day);
+    wall.setUTCHours(fields.hour % 24, fields.minute, fields.second, 0);
     return wall.getTime() - Math.floor(instantMs / 1000) * 1000;
   }
 }
