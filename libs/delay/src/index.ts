@@ -50,5 +50,6 @@ export type { TimerHandle } from './time/clock';
 export { VirtualClock } from './time/virtual-clock';
 export { parseDuration } from './time/duration';
 export type { Duration } from './time/duration';
+export type { RecurrenceSpec, CronRecurrence, IntervalRecurrence, DstGapPolicy, DstOverlapPolicy } from './recurring/recurrence-spec';
 
 export * from './errors';

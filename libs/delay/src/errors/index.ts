@@ -19,3 +19,6 @@ export { InvalidAdminOptionsError } from './invalid-admin-options.error';
 export { TransactionNotSupportedError } from './transaction-not-supported.error';
 export { UnknownTransactionError } from './unknown-transaction.error';
 export { TransactionNotActiveError } from './transaction-not-active.error';
+export { InvalidCronExpressionError } from './invalid-cron-expression.error';
+export { UnknownTimeZoneError } from './unknown-time-zone.error';
+export { InvalidRecurrenceError } from './invalid-recurrence.error';
