@@ -19,3 +19,4 @@ export { InvalidAdminOptionsError } from './invalid-admin-options.error';
 export { TransactionNotSupportedError } from './transaction-not-supported.error';
 export { UnknownTransactionError } from './unknown-transaction.error';
 export { TransactionNotActiveError } from './transaction-not-active.error';
+export { UnsupportedTransactionClientError } from './unsupported-transaction-client.error';
