@@ -73,11 +73,14 @@ describe('built-in transaction adapters on a real PostgreSQL', () => {
       const rows = await orm.transaction((tx) =>
         bind(tx).query(
           `SELECT $1::text AS text, $2::int AS int, $3::float8 AS float, $4::text AS nothing, $5::jsonb AS json,
-                  $6::bigint::text AS big, $7::boolean AS flag, $1::text AS again, length($1::text) AS len`,
-          [text, 42, 1.5, null, '{"a": [1, "?"], "b": "$1"}', '9007199254740993', true],
+                  $6::bigint::text AS big, $7::boolean AS flag, $1::text AS again, length($1::text) AS len,
+                  array_to_string($8::text[], '|') AS list, $9::timestamptz = '2026-01-02T03:04:05.678Z'::timestamptz AS same_time`,
+          [text, 42, 1.5, null, '{"a": [1, "?"], "b": "$1"}', '9007199254740993', true, ['x', 'y?'], '2026-01-02T03:04:05.678Z'],
         ),
       );
-      expect(rows).toEqual([{ text, int: 42, float: 1.5, nothing: null, json: { a: [1, '?'], b: '$1' }, big: '9007199254740993', flag: true, again: text, len: text.length }]);
+      expect(rows).toEqual([
+        { text, int: 42, float: 1.5, nothing: null, json: { a: [1, '?'], b: '$1' }, big: '9007199254740993', flag: true, again: text, len: text.length, list: 'x|y?', same_time: true },
+      ]);
     });
 
     it('question marks and $n inside strings, quoted names, comments and dollar quotes are text, not placeholders', async () => {

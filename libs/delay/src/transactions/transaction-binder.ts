@@ -37,7 +37,7 @@ export class TransactionBinder {
     for (const adapter of this.adapters) {
       if (adapter.matches(transaction)) return bindTo(adapter, transaction);
     }
-    throw new UnknownTransactionError(describe(transaction), this.adapters.map((adapter) => adapter.name));
+    throw new UnknownTransactionError(describe(transaction), [...new Set(this.adapters.map((adapter) => adapter.name))]);
   }
 }
 
