@@ -83,6 +83,17 @@ describe('built-in transaction adapters on a real PostgreSQL', () => {
       ]);
     });
 
+    it('int4, float8, text, boolean and jsonb values come back alike on every client (int8 and timestamps do not: select them as these)', async () => {
+      const rows = await orm.transaction((tx) =>
+        bind(tx).query(
+          `SELECT 7::int AS n, (extract(epoch FROM $1::timestamptz) * 1000)::float8 AS due_ms, $2::bigint::text AS id,
+                  to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS iso, true AS flag, '{"k": [1]}'::jsonb AS doc`,
+          ['2026-01-02T03:04:05.678Z', '9007199254740993'],
+        ),
+      );
+      expect(rows).toEqual([{ n: 7, due_ms: Date.parse('2026-01-02T03:04:05.678Z'), id: '9007199254740993', iso: '2026-01-02T03:04:05.678Z', flag: true, doc: { k: [1] } }]);
+    });
+
     it('question marks and $n inside strings, quoted names, comments and dollar quotes are text, not placeholders', async () => {
       const rows = await orm.transaction((tx) =>
         bind(tx).query(
