@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PrismaPg } from '@prisma/adapter-pg';
 
@@ -14,7 +14,8 @@ type PrismaClientConstructor = new (options: { adapter: unknown }) => PrismaClie
 
 const ROOT = join(__dirname, '..', '..', '..');
 /** Under node_modules: ignored by git, tsc and eslint, and @prisma/client resolves from there. */
-const OUTPUT = join(ROOT, 'node_modules', '.cache', 'nestjs-delay-test-prisma', String(process.pid));
+const CACHE = join(ROOT, 'node_modules', '.cache', 'nestjs-delay-test-prisma');
+const OUTPUT = join(CACHE, String(process.pid));
 
 const SCHEMA = `
 generator client {
@@ -47,6 +48,7 @@ let generated: PrismaClientConstructor | undefined;
  */
 export function prismaClient(url: string): PrismaClientLike {
   if (!generated) {
+    removeClientsOfEndedProcesses();
     mkdirSync(OUTPUT, { recursive: true });
     const schema = join(OUTPUT, 'schema.prisma');
     writeFileSync(schema, SCHEMA);
@@ -64,4 +66,23 @@ export function prismaClient(url: string): PrismaClientLike {
     generated = (require(join(OUTPUT, 'client', 'client')) as { PrismaClient: PrismaClientConstructor }).PrismaClient;
   }
   return new generated({ adapter: new PrismaPg({ connectionString: url }) });
+}
+
+/** Each test process generates its own client; those of processes that have ended are removed. */
+function removeClientsOfEndedProcesses(): void {
+  if (!existsSync(CACHE)) return;
+  for (const name of readdirSync(CACHE)) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid || isRunning(pid)) continue;
+    rmSync(join(CACHE, name), { recursive: true, force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
