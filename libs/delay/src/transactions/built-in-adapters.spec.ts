@@ -65,6 +65,18 @@ describe('built-in transaction adapters, by shape', () => {
     expect(() => binder.bind(pool)).toThrow(/a Pool runs each statement on whichever connection is free/);
   });
 
+  it("the application's own adapters are tried before the built-in ones, and their check is called", () => {
+    const checked: unknown[] = [];
+    const client = { query: async () => ({ rows: [] }), connect: async () => undefined, escapeLiteral: (value: string) => value };
+    const own = new TransactionBinder(
+      { name: 'txdriver', supportsTransactions: true },
+      { adapters: [{ name: 'mine', matches: (tx: unknown): tx is typeof client => tx === client, check: (tx) => void checked.push(tx), query: async () => [] }] },
+    );
+    expect(own.bind(client)?.adapter).toBe('mine');
+    expect(checked).toEqual([client]);
+    expect(binder.bind(client)?.adapter).toBe('pg');
+  });
+
   it('adapters are tried with the most specific shapes first and the pg client last', () => {
     expect(BUILT_IN_TRANSACTION_ADAPTERS.map((adapter) => adapter.name)).toEqual(['typeorm', 'typeorm', 'prisma', 'kysely', 'drizzle', 'knex', 'pg']);
   });
