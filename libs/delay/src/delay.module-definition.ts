@@ -101,9 +101,11 @@ function checkTransactions(transactions: DelayTransactionOptions | undefined, dr
     if (!Array.isArray(adapters)) problems.push('transactions.adapters must be an array of DelayTransactionAdapter');
     else {
       adapters.forEach((adapter: unknown, n) => {
-        const { name, matches, query } = (typeof adapter === 'object' && adapter !== null ? adapter : {}) as Record<string, unknown>;
+        const { name, matches, query, check } = (typeof adapter === 'object' && adapter !== null ? adapter : {}) as Record<string, unknown>;
         if (typeof name !== 'string' || typeof matches !== 'function' || typeof query !== 'function') {
           problems.push(`transactions.adapters[${n}] must have a name, matches(transaction) and query(transaction, sql, params)`);
+        } else if (check !== undefined && typeof check !== 'function') {
+          problems.push(`transactions.adapters[${n}].check must be a function when given`);
         }
       });
     }

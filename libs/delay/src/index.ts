@@ -26,6 +26,8 @@ export type {
   BatchStatus,
 } from './interfaces/schedule-options.interface';
 export type { DelayTransactionAdapter, DelayTransactionOptions, DriverTransaction, SqlRows } from './interfaces/delay-transaction.interface';
+export { ambientFromTransactionHost } from './transactions/ambient-from-transaction-host';
+export type { TransactionHostLike } from './transactions/ambient-from-transaction-host';
 export type {
   DelayDriver,
   DelayConsumer,

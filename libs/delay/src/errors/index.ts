@@ -22,3 +22,4 @@ export { TransactionNotActiveError } from './transaction-not-active.error';
 export { InvalidCronExpressionError } from './invalid-cron-expression.error';
 export { UnknownTimeZoneError } from './unknown-time-zone.error';
 export { InvalidRecurrenceError } from './invalid-recurrence.error';
+export { UnsupportedTransactionClientError } from './unsupported-transaction-client.error';
