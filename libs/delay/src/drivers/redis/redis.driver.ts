@@ -99,6 +99,7 @@ export class RedisDriver implements DelayDriver {
       this.prefix,
       (topic) => topicShards[topic] ?? shards,
       staleAfterMs,
+      this.wakeCheckMs,
       (topic, view, previous) => this.layoutsChanged(topic, view, previous),
       (topic, view) => this.carryPauseOver(topic, view),
     );
@@ -122,6 +123,11 @@ export class RedisDriver implements DelayDriver {
     this.epochTimer = setInterval(() => void this.epochWatch.check(), this.wakeCheckMs);
     this.epochTimer.unref();
     this.layouts.start(this.wakeCheckMs);
+  }
+
+  /** How many topics' shard layouts this instance holds: those it arms or consumes, and (bounded) those it only read lately. */
+  get knownTopics(): { readonly announced: number; readonly read: number } {
+    return this.layouts.size;
   }
 
   /** Told when Redis comes back without its data (see RedisEpochWatch). */
