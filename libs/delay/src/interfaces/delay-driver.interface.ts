@@ -43,6 +43,8 @@ export interface DelayDriver {
   close(): Promise<void>;
   /** Optional: tells `listener` when the store came back without its data (Redis restarted empty, failover). */
   onStoreReset?(listener: (detail: string) => void): void;
+  /** Optional: tells `listener` (at once if it is already known) that the store may delete keys to make room (Redis maxmemory-policy other than noeviction). */
+  onStoreEvicting?(listener: (detail: string) => void): void;
 
   // Operations. Optional, so a custom driver written before them still
   // compiles and runs; DelayService refuses a call its driver lacks with

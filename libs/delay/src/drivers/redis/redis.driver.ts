@@ -21,6 +21,7 @@ import { InFlightTracker } from '../in-flight-tracker';
 import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { RedisEpochWatch } from './redis-epoch-watch';
+import { RedisEvictionPolicy } from './redis-eviction-policy';
 import { keyOfMember, storableTrace, toStoredAction } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
 import { RedisTopicConsumer } from './redis-topic-consumer';
@@ -69,6 +70,8 @@ export class RedisDriver implements DelayDriver {
   private readonly control: RedisTopicControl;
   private readonly scheduler: RedisScheduler;
   private readonly storeResetListeners: Array<(detail: string) => void> = [];
+  /** What the startup check found wrong with Redis's maxmemory-policy, if anything. */
+  private evicting: string | undefined;
   private subscriber: RedisWakeSubscriber | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private epochTimer: NodeJS.Timeout | undefined;
@@ -120,9 +123,15 @@ export class RedisDriver implements DelayDriver {
   async connect(): Promise<void> {
     await this.connection.connect();
     await this.epochWatch.check();
+    this.evicting = await new RedisEvictionPolicy(this.connection).check();
     this.epochTimer = setInterval(() => void this.epochWatch.check(), this.wakeCheckMs);
     this.epochTimer.unref();
     this.layouts.start(this.wakeCheckMs);
+  }
+
+  /** Told (at once, if connect already found it) when Redis may evict keys, pending actions included (see RedisEvictionPolicy). */
+  onStoreEvicting(listener: (detail: string) => void): void {
+    if (this.evicting !== undefined) listener(this.evicting);
   }
 
   /** How many topics' shard layouts this instance holds: those it arms or consumes, and (bounded) those it only read lately. */
@@ -285,7 +294,9 @@ export class RedisDriver implements DelayDriver {
   health(): Promise<DriverHealth> {
     const alive = new Map<string, boolean>();
     for (const topicConsumer of this.consumers.values()) alive.set(topicConsumer.topic, (alive.get(topicConsumer.topic) ?? true) && topicConsumer.alive);
-    return this.control.health(Array.from(alive, ([topic, consumerAlive]) => ({ topic, alive: consumerAlive })));
+    const health = this.control.health(Array.from(alive, ([topic, consumerAlive]) => ({ topic, alive: consumerAlive })));
+    const evicting = this.evicting;
+    return evicting === undefined ? health : health.then((found) => ({ ...found, warnings: [evicting] }));
   }
 
   // ---- one shard -------------------------------------------------------
