@@ -3,6 +3,7 @@ import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { layoutRegistryKey, topicKeys } from './redis-keys';
 import { TopicLayout } from './redis-topic-layout';
+import { quoteInput } from '../../utils/quote-input';
 
 /** Most views of topics that are only read (never armed nor consumed here) held at once. */
 export const MAX_READ_VIEWS = 256;
@@ -133,7 +134,7 @@ export class RedisTopicLayouts {
     this.refreshing = true;
     try {
       for (const topic of this.views.keys()) {
-        await this.refresh(topic).catch((error: unknown) => this.logger.debug(`Shard layouts of "${topic}" not refreshed: ${describeError(error)}`));
+        await this.refresh(topic).catch((error: unknown) => this.logger.debug(`Shard layouts of ${quoteInput(topic)} not refreshed: ${describeError(error)}`));
       }
     } finally {
       this.refreshing = false;
@@ -154,7 +155,7 @@ export class RedisTopicLayouts {
       if (count === own || counts.has(count)) continue;
       const stale = now - Number(reply[n + 1]) > this.staleAfterMs;
       if (stale && (await this.isEmpty(topic, count, oneShardHolds)) && (await this.connection.run<number>('retireLayout', [registry], [count, this.staleAfterMs])) === 1) {
-        this.logger.log(`"${topic}": no instance uses ${count} shard(s) any more and they are empty; they are no longer consumed`);
+        this.logger.log(`${quoteInput(topic)}: no instance uses ${count} shard(s) any more and they are empty; they are no longer consumed`);
         continue;
       }
       counts.add(count);

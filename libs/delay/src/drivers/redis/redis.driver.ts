@@ -34,6 +34,7 @@ import { RedisTopicControl } from './redis-topic-control';
 import { dueArgs, refusal, RedisScheduler } from './redis-scheduler';
 import { DriverHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
+import { quoteInput } from '../../utils/quote-input';
 
 type Reply = Array<string | number>;
 
@@ -404,7 +405,7 @@ export class RedisDriver implements DelayDriver {
     const marks = await Promise.all(view.others.map((layout) => this.connection.call('EXISTS', (client) => client.exists(layout.shards[0].paused))));
     if (!marks.includes(1)) return;
     await Promise.all(view.current.shards.map((keys) => this.connection.write<number>('pause', [keys.paused], [])));
-    this.logger.log(`"${topic}" is paused under another shard count: paused under ${view.current.count} shard(s) too`);
+    this.logger.log(`${quoteInput(topic)} is paused under another shard count: paused under ${view.current.count} shard(s) too`);
   }
 
   /** Consumers for the shards of one layout of a topic consumed here. */
@@ -432,7 +433,7 @@ export class RedisDriver implements DelayDriver {
   private layoutsChanged(topic: string, view: LayoutView, previous: LayoutView): void {
     for (const layout of view.all) {
       if (previous.all.includes(layout)) continue;
-      this.logger.log(`"${topic}": actions under ${layout.count} shard(s) are consumed here too`);
+      this.logger.log(`${quoteInput(topic)}: actions under ${layout.count} shard(s) are consumed here too`);
       for (const topicConsumer of this.consume(topic, layout)) {
         this.subscriber?.listen(topicConsumer.keys.wake, (dueAt) => topicConsumer.wake(dueAt));
         topicConsumer.kick();
@@ -499,7 +500,7 @@ export class RedisDriver implements DelayDriver {
         this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
         return 0;
       });
-    this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back to Redis`);
+    this.logger.warn(`Shutdown timed out: ${released} running action(s) of ${quoteInput(topicConsumer.topic)} handed back to Redis`);
   }
 }
 

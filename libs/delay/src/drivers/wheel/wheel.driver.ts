@@ -26,6 +26,7 @@ import { markSameTickWrappers } from '../same-tick-forms';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
 import { KeyIndex } from './key-index';
 import { TimingWheel } from './timing-wheel';
+import { quoteInput } from '../../utils/quote-input';
 
 export interface WheelDriverOptions {
   /** The wheel's precision: actions fire at most one tick late. Default 100 ms. */
@@ -475,7 +476,7 @@ export class WheelDriver implements SameTickDriver {
     if (state.concurrency === 0) {
       if (!state.warnedUnhandled) {
         state.warnedUnhandled = true;
-        this.logger.warn(`Actions of topic "${state.name}" are due but no @OnDelayExpired handler for it runs in this process; they stay pending`);
+        this.logger.warn(`Actions of topic ${quoteInput(state.name)} are due but no @OnDelayExpired handler for it runs in this process; they stay pending`);
       }
       return;
     }
