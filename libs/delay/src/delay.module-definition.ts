@@ -40,6 +40,7 @@ export interface ResolvedDelayOptions {
   readonly defaults: ResolvedHandlerOptions;
   readonly maxPayloadBytes: number;
   readonly maxBatchItems: number;
+  readonly maxBatchBytes: number;
   readonly maxPastMs: number;
   readonly shutdownTimeoutMs: number;
   readonly consume: boolean;
@@ -74,6 +75,7 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     defaults: collectHandlerOptions(options.defaults ?? {}, BUILT_IN_DEFAULTS, 'defaults.', problems),
     maxPayloadBytes: positiveInteger(options.maxPayloadBytes, 65_536, 'maxPayloadBytes', problems),
     maxBatchItems: positiveInteger(options.maxBatchItems, 1_000, 'maxBatchItems', problems),
+    maxBatchBytes: batchBytes(options, problems),
     maxPastMs: duration(options.maxPast, '1d', 'maxPast', problems),
     shutdownTimeoutMs: duration(options.shutdownTimeout, '10s', 'shutdownTimeout', problems),
     consume: options.consume ?? true,
@@ -81,6 +83,16 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
   if (typeof resolved.consume !== 'boolean') problems.push(`consume must be true or false, got ${quoteInput(options.consume)}`);
   if (problems.length > 0) throw new InvalidDelayOptionsError('DelayModule options', problems);
   return resolved;
+}
+
+/** Default cap on a batch's bytes: large enough for ordinary batches, small enough that one batch cannot fill a process or a Redis. */
+export const DEFAULT_MAX_BATCH_BYTES = 4 * 1024 * 1024;
+
+function batchBytes(options: DelayModuleOptions, problems: string[]): number {
+  const payloadBytes = typeof options.maxPayloadBytes === 'number' && Number.isInteger(options.maxPayloadBytes) ? options.maxPayloadBytes : 65_536;
+  const bytes = positiveInteger(options.maxBatchBytes, Math.max(DEFAULT_MAX_BATCH_BYTES, payloadBytes), 'maxBatchBytes', problems);
+  if (options.maxBatchBytes !== undefined && bytes < payloadBytes) problems.push(`maxBatchBytes (${bytes}) must be at least maxPayloadBytes (${payloadBytes})`);
+  return bytes;
 }
 
 /** Checks one handler's options over the module defaults; throws with every problem. */

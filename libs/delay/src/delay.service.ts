@@ -141,7 +141,7 @@ export class DelayService {
     const { windowMs, maxWaitMs, slide, maxItems } = toCollectSpec(options, this.driver.horizonMs, this.options.maxBatchItems);
     if (item === undefined) throw new InvalidScheduleOptionsError('collect needs an item (undefined has no JSON form)');
     const json = serializePayload(item, this.options.maxPayloadBytes) as string;
-    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide, maxItems, trace: this.currentTrace() });
+    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide, maxItems, maxBytes: this.options.maxBatchBytes, trace: this.currentTrace() });
     const { events } = this;
     if (events.listening) events.publish({ type: 'collected', topic, key, at: events.now(), size: result.size, dueAt: new Date(result.dueAt) });
     return { topic, key, size: result.size, dueAt: new Date(result.dueAt), flushed: result.outcome === 'flushed' };

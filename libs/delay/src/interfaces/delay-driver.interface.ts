@@ -136,6 +136,12 @@ export interface CollectCommand {
   readonly slide: boolean;
   /** The batch is due at once, and closed, when it holds this many items. */
   readonly maxItems: number;
+  /**
+   * An item that would take an open batch past this many bytes (see
+   * batchItemBytes) is refused with BatchTooLargeError and nothing changes;
+   * the item that opens a batch is always taken. Undefined for no cap.
+   */
+  readonly maxBytes?: number;
   /** W3C traceparent of the code that opened the batch (later items keep the first one's). */
   readonly trace?: string;
 }

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
+import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import {
   CollectCommand,
   CollectResult,
@@ -218,10 +219,11 @@ export class RedisDriver implements DelayDriver {
     const reply = await this.connection.write<Reply>(
       'collect',
       [keys.due, keys.env, keys.active, keys.seq],
-      [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix, storableTrace(command.trace)],
+      [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix, storableTrace(command.trace), command.maxBytes ?? -1],
     );
     const status = Number(reply[0]);
     if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'action');
+    if (status === -4) throw new BatchTooLargeError(command.topic, command.key, Number(reply[2]), command.maxBytes ?? 0);
     this.clockSkew.value = Number(reply[3]) - Date.now();
     return { size: Number(reply[1]), dueAt: Number(reply[2]), outcome: status === 1 ? 'opened' : status === 2 ? 'joined' : 'flushed' };
   }

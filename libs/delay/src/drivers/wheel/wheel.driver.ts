@@ -1,5 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
+import { BatchTooLargeError } from '../../errors/batch-too-large.error';
+import { batchItemBytes } from '../batch-item-bytes';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
   CollectCommand,
@@ -217,7 +219,8 @@ export class WheelDriver implements SameTickDriver {
     const now = this.clock.now();
     if (record.items) {
       // A dead batch comes back as the closed unit it was, not merged into the key's open batch.
-      const i = this.arena.alloc(state.id, record.key, { items: [...record.items], openedAt: now }, now);
+      const bytes = record.items.reduce((sum, item) => sum + batchItemBytes(item), 0);
+      const i = this.arena.alloc(state.id, record.key, { items: [...record.items], openedAt: now, bytes }, now);
       state.detached.add(i);
       this.file(state, i);
     } else {
@@ -236,14 +239,17 @@ export class WheelDriver implements SameTickDriver {
     let dueAt: number;
     if (i === undefined) {
       dueAt = now + (command.maxWaitMs === undefined ? command.windowMs : Math.min(command.windowMs, command.maxWaitMs));
-      i = arena.alloc(state.id, command.key, { items: [command.item], openedAt: now }, dueAt);
+      i = arena.alloc(state.id, command.key, { items: [command.item], openedAt: now, bytes: batchItemBytes(command.item) }, dueAt);
       arena.setTrace(i, command.trace);
       state.index.set(command.key, i);
       outcome = 'opened';
     } else {
       const batch = arena.payloads[i];
       if (!isBatch(batch)) throw new ActionKindConflictError(command.topic, command.key, 'action');
+      const bytes = batch.bytes + batchItemBytes(command.item);
+      if (command.maxBytes !== undefined && bytes > command.maxBytes) throw new BatchTooLargeError(command.topic, command.key, bytes, command.maxBytes);
       batch.items.push(command.item);
+      batch.bytes = bytes;
       dueAt = command.slide ? Math.min(now + command.windowMs, batch.openedAt + (command.maxWaitMs ?? Infinity)) : arena.dueAt[i];
       this.unfile(state, i);
       outcome = 'joined';
