@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS, DELAY_TRACE_PROPAGATOR } from './delay.constants';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS, DELAY_TRACE_PROPAGATOR, LISTED_BATCH_ITEMS } from './delay.constants';
 import { ResolvedDelayOptions } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
 import { ActionKindConflictError } from './errors/action-kind-conflict.error';
@@ -310,6 +310,7 @@ function toPendingAction<TPayload>(action: StoredAction, payload: unknown): Pend
     payload: payload as TPayload | undefined,
     // A fixed shape (items present, maybe undefined) keeps this hot path monomorphic.
     items: action.items ? action.items.map((item) => JSON.parse(item) as unknown) : undefined,
+    size: action.items ? (action.size ?? action.items.length) : undefined,
     dueAt: new Date(action.dueAt),
     attempt: action.attempt,
     state: action.state,
@@ -324,7 +325,8 @@ function toDeadAction<TPayload>(action: StoredDeadAction): DeadAction<TPayload> 
     key: action.key,
     payload: parsePayload(action.payload) as TPayload | undefined,
     // A fixed shape (items present, maybe undefined) keeps this hot path monomorphic.
-    items: action.items ? action.items.map((item) => JSON.parse(item) as unknown) : undefined,
+    items: action.items ? action.items.slice(0, LISTED_BATCH_ITEMS).map((item) => JSON.parse(item) as unknown) : undefined,
+    size: action.items?.length,
     dueAt: new Date(action.dueAt),
     attempts: action.attempts,
     error: action.error,

@@ -23,7 +23,7 @@ export interface DelayDriver {
   /** Moves an existing action, keeping its payload. Null if there is none. */
   reschedule(command: RescheduleCommand): Promise<StoredAction | null>;
   get(topic: string, key: string): Promise<StoredAction | null>;
-  /** Running actions first, then waiting ones by due time, then key (code point order). */
+  /** Running actions first, then waiting ones by due time, then key (code point order); of a batch, only its first LISTED_BATCH_ITEMS items, and its size. */
   list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]>;
   count(topic: string): Promise<number>;
 
@@ -96,8 +96,10 @@ export interface StoredAction {
   readonly topic: string;
   readonly key: string;
   readonly payload: string | undefined;
-  /** For a batch: its items as JSON texts, in arrival order. */
+  /** For a batch: its items as JSON texts, in arrival order (from `list`, only the first LISTED_BATCH_ITEMS). */
   readonly items?: readonly string[];
+  /** For a batch: how many items it holds. */
+  readonly size?: number;
   readonly dueAt: number;
   readonly attempt: number;
   readonly state: ActionState;

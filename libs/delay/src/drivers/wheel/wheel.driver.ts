@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import { BatchTooLargeError } from '../../errors/batch-too-large.error';
+import { LISTED_BATCH_ITEMS } from '../../delay.constants';
 import { batchItemBytes } from '../batch-item-bytes';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
@@ -186,7 +187,7 @@ export class WheelDriver implements SameTickDriver {
     for (const i of state.detached) indices.push(i);
     const running = (i: number): number => (this.arena.where[i] === RUNNING ? 0 : 1);
     indices.sort((a, b) => running(a) - running(b) || dueAt[a] - dueAt[b] || compareStrings(keys[a] as string, keys[b] as string));
-    return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i));
+    return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i, LISTED_BATCH_ITEMS));
   }
 
   async count(topic: string): Promise<number> {
@@ -587,14 +588,16 @@ export class WheelDriver implements SameTickDriver {
     return state;
   }
 
-  private snapshot(i: number): StoredAction {
+  /** What is stored at `i`; of a batch, its first `maxItems` items. */
+  private snapshot(i: number, maxItems = Infinity): StoredAction {
     const { arena } = this;
     const payload = arena.payloads[i];
     return {
       topic: this.topicsById[arena.topicId[i]].name,
       key: arena.keys[i] as string,
       payload: isBatch(payload) ? undefined : payload,
-      items: isBatch(payload) ? [...payload.items] : undefined,
+      items: isBatch(payload) ? payload.items.slice(0, maxItems) : undefined,
+      size: isBatch(payload) ? payload.items.length : undefined,
       dueAt: arena.dueAt[i],
       attempt: arena.attempt[i],
       state: arena.where[i] === RUNNING ? 'running' : 'waiting',
