@@ -84,9 +84,10 @@ export class RedisTopicLayouts {
   }
 
   /**
-   * Loads (once) and returns a topic's layouts; from then on they are
-   * refreshed every check period. With `announce` (before arming or
-   * consuming), this instance's count is announced first.
+   * Loads and returns a topic's layouts. With `announce` (before arming or
+   * consuming), this instance's count is announced first, and the view is
+   * kept and refreshed every check period; without, a view of a topic only
+   * read is used for one check period (bounded, see MAX_READ_VIEWS).
    */
   load(topic: string, announce = false): Promise<LayoutView> {
     const announceNow = announce && !this.announcing.has(topic);
@@ -94,7 +95,8 @@ export class RedisTopicLayouts {
     const kept = this.views.get(topic);
     if (kept && !announceNow) return Promise.resolve(kept);
     const known = kept ?? this.readViews.get(topic)?.view;
-    const read = announceNow ? undefined : this.freshReadView(topic);
+    // Arming waits for the kept view: a view made for reading is not announced.
+    const read = announce ? undefined : this.freshReadView(topic);
     if (read) return Promise.resolve(read);
     const inFlight = announceNow ? undefined : this.loading.get(topic);
     if (inFlight) return inFlight;
