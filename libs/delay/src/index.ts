@@ -2,7 +2,7 @@
 export { DelayModule } from './delay.module';
 export { DelayService } from './delay.service';
 export { OnDelayExpired } from './decorators/on-delay-expired.decorator';
-export { DELAY_DRIVER, DELAY_TRACE_PROPAGATOR } from './delay.constants';
+export { DELAY_DRIVER, DELAY_TRACE_PROPAGATOR, LISTED_BATCH_ITEMS } from './delay.constants';
 
 export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig, RedisDriverConfig } from './interfaces/delay-module-options.interface';
 export type { RedisConnectionOptions, RedisClientLike } from './interfaces/redis-client.interface';

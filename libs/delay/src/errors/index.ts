@@ -6,6 +6,7 @@ export { DueTimeOutOfRangeError } from './due-time-out-of-range.error';
 export { InvalidScheduleOptionsError } from './invalid-schedule-options.error';
 export { PayloadNotSerializableError } from './payload-not-serializable.error';
 export { PayloadTooLargeError } from './payload-too-large.error';
+export { BatchTooLargeError } from './batch-too-large.error';
 export { DuplicateHandlerError } from './duplicate-handler.error';
 export { ScopedHandlerError } from './scoped-handler.error';
 export { InvalidDelayOptionsError } from './invalid-delay-options.error';

@@ -1,5 +1,5 @@
 import { DelayError } from './delay.error';
-import { echoInput } from '../utils/echo-input';
+import { quoteInput } from '../utils/quote-input';
 
 /** A time zone that this runtime's Intl does not know (a typo, or a name newer than its time zone data). */
 export class UnknownTimeZoneError extends DelayError {
@@ -7,7 +7,7 @@ export class UnknownTimeZoneError extends DelayError {
 
   constructor(readonly timeZone: unknown, cause?: unknown) {
     super(
-      `Unknown time zone ${echoInput(timeZone)}: expected an IANA name such as "Europe/Paris", "America/New_York" or "UTC" ` +
+      `Unknown time zone ${quoteInput(timeZone)}: expected an IANA name such as "Europe/Paris", "America/New_York" or "UTC" ` +
         '(Intl.supportedValuesOf("timeZone") lists the names this runtime knows)',
       cause,
     );

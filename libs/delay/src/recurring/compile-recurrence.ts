@@ -1,7 +1,7 @@
 import { InvalidRecurrenceError } from '../errors/invalid-recurrence.error';
 import { UnknownTimeZoneError } from '../errors/unknown-time-zone.error';
 import { parseDuration } from '../time/duration';
-import { echoInput } from '../utils/echo-input';
+import { quoteInput } from '../utils/quote-input';
 import { CronExpression } from './cron-expression';
 import { CronOccurrence } from './cron-occurrence';
 import { MAX_INSTANT_MS, MIN_INSTANT_MS } from './instant-range';
@@ -40,10 +40,10 @@ const OVERLAP_POLICIES: readonly DstOverlapPolicy[] = ['first', 'last'];
 export function compileRecurrence(spec: RecurrenceSpec, options: CompileRecurrenceOptions = {}): CompiledRecurrence {
   const minIntervalMs = options.minIntervalMs ?? 1;
   if (typeof minIntervalMs !== 'number' || !Number.isFinite(minIntervalMs) || minIntervalMs < 0) {
-    throw new InvalidRecurrenceError(`minIntervalMs must be a finite number of milliseconds >= 0, got ${echoInput(minIntervalMs)}`);
+    throw new InvalidRecurrenceError(`minIntervalMs must be a finite number of milliseconds >= 0, got ${quoteInput(minIntervalMs)}`);
   }
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-    throw new InvalidRecurrenceError(`expected { cron, timeZone?, dstGap?, dstOverlap? } or { every, anchor? }, got ${echoInput(spec)}`);
+    throw new InvalidRecurrenceError(`expected { cron, timeZone?, dstGap?, dstOverlap? } or { every, anchor? }, got ${quoteInput(spec)}`);
   }
   const fields = spec as unknown as Record<string, unknown>;
   const hasCron = fields.cron !== undefined;
@@ -66,13 +66,13 @@ function compileCron(fields: Record<string, unknown>, minIntervalMs: number): Co
   if (!expression.fixedTime && (fields.dstGap !== undefined || fields.dstOverlap !== undefined)) {
     throw new InvalidRecurrenceError(
       `dstGap and dstOverlap apply to fixed-time schedules only (seconds, minutes and hours made of numbers, no * or step); ` +
-        `${echoInput(expression.expression)} follows the wall clock: a time the clock skips does not fire, a time it shows twice fires twice`,
+        `${quoteInput(expression.expression)} follows the wall clock: a time the clock skips does not fire, a time it shows twice fires twice`,
     );
   }
   if (minIntervalMs > 1000) {
     const spacing = expression.minWallSpacingMs();
     if (spacing < minIntervalMs) {
-      throw new InvalidRecurrenceError(`cron ${echoInput(expression.expression)} can fire ${spacing} ms apart, below the minimum of ${minIntervalMs} ms`);
+      throw new InvalidRecurrenceError(`cron ${quoteInput(expression.expression)} can fire ${spacing} ms apart, below the minimum of ${minIntervalMs} ms`);
     }
   }
   const occurrence = new CronOccurrence(expression, zone, dstGap, dstOverlap);
@@ -94,11 +94,11 @@ function compileInterval(fields: Record<string, unknown>, minIntervalMs: number)
   } catch (error) {
     throw new InvalidRecurrenceError(`every: ${error instanceof Error ? error.message : String(error)}`, error);
   }
-  if (everyMs <= 0) throw new InvalidRecurrenceError(`every must be more than zero, got ${echoInput(fields.every)}`);
+  if (everyMs <= 0) throw new InvalidRecurrenceError(`every must be more than zero, got ${quoteInput(fields.every)}`);
   if (everyMs < minIntervalMs) {
-    throw new InvalidRecurrenceError(`every ${echoInput(fields.every)} (${everyMs} ms) is below the minimum of ${minIntervalMs} ms`);
+    throw new InvalidRecurrenceError(`every ${quoteInput(fields.every)} (${everyMs} ms) is below the minimum of ${minIntervalMs} ms`);
   }
-  if (everyMs > MAX_INSTANT_MS) throw new InvalidRecurrenceError(`every ${echoInput(fields.every)} is longer than the Date range`);
+  if (everyMs > MAX_INSTANT_MS) throw new InvalidRecurrenceError(`every ${quoteInput(fields.every)} is longer than the Date range`);
   const anchorMs = anchor(fields.anchor);
   const occurrence = new IntervalOccurrence(everyMs, anchorMs);
   return { spec: { kind: 'interval', everyMs, anchorMs }, after: (instantMs) => occurrence.after(instantMs) };
@@ -117,7 +117,7 @@ function zoneRules(timeZone: unknown): ZoneRules {
 function policy<T extends string>(value: unknown, name: string, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
   if (!allowed.includes(value as T)) {
-    throw new InvalidRecurrenceError(`${name} must be ${allowed.map((each) => `'${each}'`).join(' or ')}, got ${echoInput(value)}`);
+    throw new InvalidRecurrenceError(`${name} must be ${allowed.map((each) => `'${each}'`).join(' or ')}, got ${quoteInput(value)}`);
   }
   return value as T;
 }
@@ -126,7 +126,7 @@ function anchor(value: unknown): number {
   if (value === undefined) return 0;
   const ms = value instanceof Date ? value.getTime() : value;
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < MIN_INSTANT_MS || ms > MAX_INSTANT_MS) {
-    throw new InvalidRecurrenceError(`anchor must be a valid Date or whole epoch milliseconds between the years 100 and 9999, got ${echoInput(value)}`);
+    throw new InvalidRecurrenceError(`anchor must be a valid Date or whole epoch milliseconds between the years 100 and 9999, got ${quoteInput(value)}`);
   }
   return ms;
 }
@@ -136,7 +136,7 @@ function rejectUnknownFields(fields: Record<string, unknown>, allowed: readonly 
   if (unknown.length === 0) return;
   const described = unknown.map((key) => {
     const near = [...CRON_FIELDS, ...INTERVAL_FIELDS].find((known) => known.toLowerCase() === key.toLowerCase());
-    return near !== undefined && allowed.includes(near) ? `${echoInput(key)} (did you mean "${near}"?)` : echoInput(key);
+    return near !== undefined && allowed.includes(near) ? `${quoteInput(key)} (did you mean "${near}"?)` : quoteInput(key);
   });
   throw new InvalidRecurrenceError(`unknown field${unknown.length > 1 ? 's' : ''} ${described.join(', ')} for ${what}; allowed: ${allowed.join(', ')}`);
 }

@@ -9,6 +9,7 @@ import { RedisConnection } from './redis-connection';
 import { isBatchEnvelope, keyOfMember, parseEnvelope, parseItems } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
 import { ClaimBudget } from './redis-claim-budget';
+import { quoteInput } from '../../utils/quote-input';
 
 /** How long to wait before trying Redis again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
@@ -195,7 +196,7 @@ export class RedisTopicConsumer {
           this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
         } catch (error) {
           // Data no version of this driver wrote: say so, and keep the topic going (its lease expires, then it ends dead).
-          this.logger.error(`Cannot run "${this.settings.topic}" / "${String(reply[n])}": ${describeError(error)}`);
+          this.logger.error(`Cannot run ${quoteInput(this.settings.topic)} / ${quoteInput(String(reply[n]))}: ${describeError(error)}`);
           this.settings.budget.give(1);
         }
       }
@@ -235,7 +236,7 @@ export class RedisTopicConsumer {
     this.failures++;
     const delay = retryDelay(this.failures);
     if (this.failures === 1 || this.failures % 20 === 0) {
-      this.logger.warn(`Claiming "${this.settings.topic}" failed (${describeError(error)}); retrying`);
+      this.logger.warn(`Claiming ${quoteInput(this.settings.topic)} failed (${describeError(error)}); retrying`);
     }
     this.armAt(Date.now() + this.clockSkew.value + delay);
   }
@@ -297,7 +298,7 @@ export class RedisTopicConsumer {
 
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { keys } = this.settings;
-    const what = `"${this.settings.topic}" / "${delivery.key}"`;
+    const what = `${quoteInput(this.settings.topic)} / ${quoteInput(delivery.key)}`;
     if (outcome.kind === 'completed') return this.ack(member, delivery.token);
     if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq], [member, delivery.token, outcome.delayMs, keys.wake], what);
     return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [member, delivery.token, outcome.error, keys.itemsPrefix], what);
@@ -316,7 +317,7 @@ export class RedisTopicConsumer {
         this.acks = [];
         this.ackFlush = undefined;
         const { keys } = this.settings;
-        return this.record('complete', [keys.env, keys.active], [keys.itemsPrefix, ...pairs], `${pairs.length / 2} completed run(s) of "${this.settings.topic}"`);
+        return this.record('complete', [keys.env, keys.active], [keys.itemsPrefix, ...pairs], `${pairs.length / 2} completed run(s) of ${quoteInput(this.settings.topic)}`);
       });
     }
     return this.ackFlush;
