@@ -1,6 +1,6 @@
 import { INestApplication, Injectable } from '@nestjs/common';
 import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, postgresMigrations } from 'nestjs-delay';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
 
@@ -110,6 +110,20 @@ describe('postgres: operations and migrations', () => {
       expect(heard).toEqual([`${TOPIC} ${first.dueAt.getTime()}`, `${TOPIC} ${earlier.dueAt.getTime()}`, `${TOPIC} ${moved?.dueAt.getTime()}`]);
     } finally {
       await listener.end();
+    }
+  });
+
+  it("on the application's own pool: runs, borrows one client for LISTEN, and leaves the pool open at shutdown", async () => {
+    const pool = new Pool({ connectionString: server.url, max: 5 });
+    try {
+      const app = await bootDelayApp({ driver: { type: 'postgres', pool, schema: fresh() }, shutdownTimeout: '1s' }, [Worker]);
+      const delay = app.get(DelayService);
+      await delay.schedule(TOPIC, 'pooled', { delay: 100 });
+      await pollUntil(() => app.get(Worker).runs.length === 1, 'the run', 3_000);
+      await app.close();
+      expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
     }
   });
 

@@ -16,5 +16,7 @@ export interface PgPoolClientLike {
   on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
   on(event: 'end', listener: () => void): unknown;
-  removeListener(event: string, listener: (...args: never[]) => void): unknown;
+  removeListener(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
+  removeListener(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener(event: 'end', listener: () => void): unknown;
 }

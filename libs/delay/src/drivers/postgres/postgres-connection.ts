@@ -5,6 +5,7 @@ import { TransactionNotActiveError } from '../../errors/transaction-not-active.e
 import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
 import { PgPoolClientLike, PgPoolLike } from '../../interfaces/postgres-pool.interface';
 import { describeError } from '../../utils/describe-error';
+import { settleWithin } from '../../utils/settle-within';
 import { SQLSTATE_NOT_IN_TRANSACTION } from './postgres-migrations';
 import { inlineParameters } from './postgres-literals';
 
@@ -155,7 +156,8 @@ export class PostgresConnection {
   /** Ends the driver's own pool; the application's pool is left open. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.ownPool) await this.ownPool.end().catch(() => undefined);
+    // Ending waits for each connection to close: a black-holed one must not hold shutdown past the bound.
+    if (this.ownPool) await settleWithin(this.ownPool.end(), this.settings.commandTimeoutMs, () => new Error('pool end timed out')).catch(() => undefined);
   }
 
   private onClient(work: (client: PgPoolClientLike) => Promise<{ rows: Row[] }>): Promise<Row[]> {
