@@ -19,8 +19,14 @@ export interface PostgresConnectionSettings {
   readonly pooler: 'session' | 'transaction';
 }
 
-/** SQLSTATE classes and codes that mean the connection or the server went away, not that the statement was wrong. */
-const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|58)/;
+/**
+ * SQLSTATEs that mean "try again", not "the statement is wrong": the
+ * connection or the server went away (08, 57P0x), resources (53), a
+ * statement or lock wait cancelled by its timeout (57014, 55P03), a
+ * deadlock or serialization failure the server resolved by aborting this
+ * statement (40P01, 40001: nothing of it was applied).
+ */
+const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
 
 /**
  * The driver's way to PostgreSQL: its own pool (or the application's), one
