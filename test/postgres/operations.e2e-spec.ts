@@ -6,13 +6,17 @@ import { TestPostgresServer } from '../support/postgres-server';
 
 const TOPIC = 'pgops.work';
 
+/** Runs of keys starting with "slow" take this long. */
+let slowMs = 0;
+
 @Injectable()
 class Worker {
-  readonly runs: Array<{ key: string; startedAt: number }> = [];
+  readonly runs: Array<{ key: string; attempt: number; startedAt: number }> = [];
 
   @OnDelayExpired(TOPIC, { concurrency: 4 })
-  work(context: DelayContext): void {
-    this.runs.push({ key: context.key, startedAt: Date.now() });
+  async work(context: DelayContext): Promise<void> {
+    this.runs.push({ key: context.key, attempt: context.attempt, startedAt: Date.now() });
+    if (context.key.startsWith('slow')) await sleep(slowMs);
   }
 }
 
@@ -35,7 +39,7 @@ describe('postgres: operations and migrations', () => {
     for (const app of apps.splice(0)) await app.close();
   });
 
-  function options(schema: string, extra: Partial<{ migrate: boolean; wakeCheck: string; pooler: 'session' | 'transaction' }> = {}): DelayModuleOptions {
+  function options(schema: string, extra: Partial<{ migrate: boolean; wakeCheck: string; lease: string; pooler: 'session' | 'transaction' }> = {}): DelayModuleOptions {
     return { driver: { type: 'postgres', connectionString: server.url, schema, ...extra }, shutdownTimeout: '1s' };
   }
 
@@ -125,6 +129,28 @@ describe('postgres: operations and migrations', () => {
     } finally {
       await pool.end();
     }
+  });
+
+  it('a handler running longer than its lease keeps it (renewed): no other instance runs it meanwhile', async () => {
+    const schema = fresh();
+    slowMs = 2_500;
+    const a = await boot(schema, { lease: '1s' });
+    const b = await boot(schema, { lease: '1s' });
+    await a.delay.schedule(TOPIC, 'slow-1', { delay: 50 });
+    await pollUntil(async () => a.worker.runs.length + b.worker.runs.length === 1 && (await a.delay.count(TOPIC)) === 0, 'the slow run and its ack', 6_000);
+    expect([...a.worker.runs, ...b.worker.runs].map((run) => [run.key, run.attempt])).toEqual([['slow-1', 1]]);
+  });
+
+  it('a shutdown that times out hands the running action back: another instance runs it at once, same attempt', async () => {
+    const schema = fresh();
+    slowMs = 3_000;
+    const doomed = await bootDelayApp({ ...options(schema), shutdownTimeout: 200 }, [Worker]);
+    await doomed.get(DelayService).schedule(TOPIC, 'slow-handed-back', { delay: 0 });
+    await pollUntil(() => doomed.get(Worker).runs.length === 1, 'the run', 3_000);
+    const survivor = await boot(schema, { wakeCheck: '30s' });
+    await doomed.close();
+    await pollUntil(() => survivor.worker.runs.length === 1, 'the handed-back run', 3_000);
+    expect(survivor.worker.runs.map((run) => [run.key, run.attempt])).toEqual([['slow-handed-back', 1]]);
   });
 
   it('instances starting together apply the migrations once', async () => {

@@ -168,6 +168,20 @@ describe('postgres: writes inside the application transaction', () => {
     expect(await delay.count(TOPIC)).toBe(1);
   });
 
+  it('keys, payloads and items that look like SQL or escapes arrive as given', async () => {
+    const key = "it's \\ $1 '' ; -- ü 😀 \"q\"";
+    const payload = { text: "O'Brien \\n $2 --", nested: ["\\'", '😀'], n: -5 };
+    await inTransaction(async (transaction) => {
+      await delay.schedule(TOPIC, key, { delay: 100, payload, transaction });
+      await delay.collect(TOPIC, `${key}-batch`, { line: "a'b\\c" }, { window: 100, transaction });
+      await delay.collect(TOPIC, `${key}-batch`, "$1 $2 ''", { window: 100, transaction });
+    }, 'COMMIT');
+    expect(await delay.get(TOPIC, key)).toMatchObject({ key, payload });
+    expect(await delay.get(TOPIC, `${key}-batch`)).toMatchObject({ items: [{ line: "a'b\\c" }, "$1 $2 ''"] });
+    await pollUntil(() => handlers.fired.length === 2, 'both runs', 3_000);
+    expect(handlers.fired.find((run) => run.key === key)).toEqual({ key, payload });
+  });
+
   it('many writes in one transaction use no savepoint and commit together', async () => {
     await inTransaction(async (transaction) => {
       for (let n = 0; n < 100; n++) await delay.schedule(TOPIC, `bulk-${n}`, { delay: 60_000, transaction });
