@@ -3,6 +3,7 @@ import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, postgre
 import { Client, Pool } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
+import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 
 const TOPIC = 'pgops.work';
 
@@ -151,6 +152,38 @@ describe('postgres: operations and migrations', () => {
     await doomed.close();
     await pollUntil(() => survivor.worker.runs.length === 1, 'the handed-back run', 3_000);
     expect(survivor.worker.runs.map((run) => [run.key, run.attempt])).toEqual([['slow-handed-back', 1]]);
+  });
+
+  it('reports created, replaced and kept; a key given twice in one scheduleMany sees its first arming', async () => {
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema: fresh() });
+    await driver.connect();
+    try {
+      const base = { topic: TOPIC, key: 'k', due: { delayMs: 60_000 }, payload: '1', maxPastMs: 1_000 } as const;
+      const outcomes = [
+        (await driver.schedule({ ...base, ifExists: 'replace' })).outcome,
+        (await driver.schedule({ ...base, ifExists: 'replace' })).outcome,
+        (await driver.schedule({ ...base, ifExists: 'keep' })).outcome,
+        (await driver.schedule({ ...base, key: 'k2', ifExists: 'keep' })).outcome,
+      ];
+      const many = await driver.scheduleMany({
+        topic: TOPIC,
+        maxPastMs: 1_000,
+        entries: [
+          { ...base, key: 'k3', payload: '"a"', ifExists: 'replace' },
+          { ...base, key: 'k3', payload: '"b"', ifExists: 'keep' },
+          { ...base, key: 'k3', payload: '"c"', ifExists: 'replace' },
+        ],
+      });
+      expect(outcomes).toEqual(['created', 'replaced', 'kept', 'created']);
+      expect(many.map((result) => [result.outcome, result.action.payload])).toEqual([
+        ['created', '"a"'],
+        ['kept', '"a"'],
+        ['replaced', '"c"'],
+      ]);
+      expect((await driver.get(TOPIC, 'k3'))?.payload).toBe('"c"');
+    } finally {
+      await driver.close();
+    }
   });
 
   it('instances starting together apply the migrations once', async () => {
