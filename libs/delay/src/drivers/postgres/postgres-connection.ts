@@ -103,7 +103,8 @@ export class PostgresConnection {
     const run = async (): Promise<T> => {
       client = await this.pool.connect();
       if (timedOut) {
-        release(true);
+        // The call gave up while waiting for a client: this one was never used, so it goes back to the pool.
+        release(false);
         throw new DriverUnavailableError('timed out');
       }
       try {

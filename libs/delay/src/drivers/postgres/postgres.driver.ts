@@ -207,6 +207,8 @@ export class PostgresDriver implements DelayDriver {
       // The listener looks at every topic once it listens (and again after every reconnect).
       this.listener = new PostgresWakeListener(this.connection, this.sql.channel, wakes, this.lookAgain, this.wakeCheckMs);
       await this.listener.start();
+      // It could not listen yet (it keeps trying): the consumers must not wait for it to look.
+      if (!this.listener.listening) this.lookAgain();
     } else {
       this.lookAgain();
     }
