@@ -102,6 +102,15 @@ describe('postgres: faults', () => {
     return { app: booted, delay: booted.get(DelayService), handlers: booted.get(Handlers) };
   }
 
+  it('PostgreSQL unreachable at startup: bootstrap fails with DriverUnavailableError, at once', async () => {
+    const closed = await TcpFaultProxy.start(server.port);
+    const port = closed.port;
+    await closed.close();
+    const started = performance.now();
+    await expect(boot({ url: urlOf(port) })).rejects.toMatchObject({ code: 'ERR_DELAY_DRIVER_UNAVAILABLE' });
+    expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS + SLACK_MS);
+  });
+
   it('PostgreSQL killed (-9) and started again: calls meanwhile fail within the bound, every committed action fires', async () => {
     const booted = await boot();
     app = booted.app;
