@@ -21,7 +21,12 @@ function literal(value: unknown): string {
   throw new TypeError(`nestjs-delay: cannot write a ${typeof value} into SQL`);
 }
 
-/** An E'' string: backslashes and quotes escaped, so it reads the same whatever standard_conforming_strings says. */
+/**
+ * An E'' string: backslashes and quotes escaped, so it reads the same
+ * whatever standard_conforming_strings says; `$` and `?` written as \x24
+ * and \x3f, so no client or adapter that rewrites placeholders (`$1` to
+ * `?`, `?` bindings) can mistake a value for one.
+ */
 function stringLiteral(text: string): string {
-  return `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+  return `E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''").replace(/\$/g, '\\x24').replace(/\?/g, '\\x3f')}'`;
 }
