@@ -141,7 +141,10 @@ describe('postgres: writes inside the application transaction', () => {
       await client.query('COMMIT');
       // The client is back in autocommit: a write through it would commit on its own.
       await expect(delay.schedule(TOPIC, 'late', { delay: 50, transaction: new TestTransaction(client) })).rejects.toMatchObject({ code: 'ERR_DELAY_TRANSACTION_NOT_ACTIVE' });
-      await expect(delay.cancel(TOPIC, 'late', { transaction: new TestTransaction(client) })).rejects.toMatchObject({ code: 'ERR_DELAY_TRANSACTION_NOT_ACTIVE' });
+      await delay.schedule(TOPIC, 'kept', { delay: 60_000 });
+      await expect(delay.cancel(TOPIC, 'kept', { transaction: new TestTransaction(client) })).rejects.toMatchObject({ code: 'ERR_DELAY_TRANSACTION_NOT_ACTIVE' });
+      await expect(delay.reschedule(TOPIC, 'kept', { delay: 10, transaction: new TestTransaction(client) })).rejects.toMatchObject({ code: 'ERR_DELAY_TRANSACTION_NOT_ACTIVE' });
+      await expect(delay.scheduleMany(TOPIC, [{ key: 'late-2', delay: 50 }], { transaction: new TestTransaction(client) })).rejects.toMatchObject({ code: 'ERR_DELAY_TRANSACTION_NOT_ACTIVE' });
       await expect(delay.collect(TOPIC, 'late', 1, { window: 50, transaction: new TestTransaction(client) })).rejects.toMatchObject({ code: 'ERR_DELAY_TRANSACTION_NOT_ACTIVE' });
 
       await client.query('BEGIN');
@@ -151,7 +154,8 @@ describe('postgres: writes inside the application transaction', () => {
     } finally {
       client.release();
     }
-    expect(await delay.count(TOPIC)).toBe(0);
+    // Only the action scheduled outside any transaction: the refused cancel and reschedule changed nothing.
+    expect((await delay.list(TOPIC)).items.map((action) => [action.key, action.dueAt.getTime() > Date.now() + 30_000])).toEqual([['kept', true]]);
     await sleep(200);
     expect(handlers.fired).toEqual([]);
   });
