@@ -112,7 +112,8 @@ export class PostgresConnection {
         release(false);
         return result;
       } catch (error) {
-        release(true);
+        // A statement the server refused leaves its connection as good as before; anything else may not.
+        release(!refusedByServer(error));
         throw error;
       }
     };
@@ -170,6 +171,12 @@ export class PostgresConnection {
   private onClient(work: (client: PgPoolClientLike) => Promise<{ rows: Row[] }>): Promise<Row[]> {
     return this.withClient(async (client) => (await work(client)).rows);
   }
+}
+
+/** An error the server sent for a statement (a SQLSTATE outside the connection classes): the connection itself is fine. */
+function refusedByServer(error: unknown): boolean {
+  const state = sqlState(error);
+  return state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !/^(08|57P0[1-4]|58)/.test(state);
 }
 
 /** The SQLSTATE of a pg error, if it has one. */
