@@ -26,6 +26,8 @@ export interface TopicKeys {
   readonly claimPrefix: string;
   /** STRING whose existence pauses the topic on every instance (the claim script then starts nothing new). */
   readonly paused: string;
+  /** HASH recurring series key → keys of its occurrences that may still be waiting or running (advance-series.lua). */
+  readonly series: string;
 }
 
 export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1): TopicKeys {
@@ -41,6 +43,7 @@ export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1):
     itemsPrefix: `${base}:items:`,
     claimPrefix: `${base}:claim:`,
     paused: `${base}:paused`,
+    series: `${base}:series`,
   };
 }
 
