@@ -1,5 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayService, OnRecurring } from 'nestjs-delay';
+import { DelayContext, DelayEvent, DelayService, OnRecurring } from 'nestjs-delay';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestRedisServer } from '../support/redis-server';
 
@@ -21,6 +21,17 @@ class Reports {
 
   of(key: string, scheduled = true): Run[] {
     return this.runs.filter((run) => run.key === key && run.runNow !== scheduled);
+  }
+}
+
+@Injectable()
+class Slow {
+  started = 0;
+
+  @OnRecurring('slow.every', { concurrency: 1 })
+  async run(): Promise<void> {
+    this.started++;
+    await sleep(3_000);
   }
 }
 
@@ -46,7 +57,7 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
   });
 
   async function boot(prefix: string, shards = 1): Promise<{ delay: DelayService; reports: Reports }> {
-    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix, shards }, shutdownTimeout: '1s' }, [Reports]);
+    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix, shards }, shutdownTimeout: '1s' }, [Reports, Slow]);
     return { delay: app.get(DelayService), reports: app.get(Reports) };
   }
 
@@ -107,6 +118,21 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     const instants = reports.of('r').map((run) => run.scheduledAt);
     for (let n = 1; n < instants.length; n++) expect(instants[n] - instants[n - 1]).toBe(1000);
   }, 60_000);
+
+  it('a tick takes no handler slot: with the only slot busy for 3 s, every 1 s occurrence is still created on time', async () => {
+    const { delay } = await boot('slots');
+    const events: DelayEvent[] = [];
+    const subscription = delay.events$.subscribe((event) => events.push(event));
+    await delay.upsertRecurring('slow.every', 'k', { every: '1s', overlap: 'allow' });
+    await sleep(6_500);
+    await delay.removeRecurring('slow.every', 'k');
+    subscription.unsubscribe();
+    const fired = events.filter((event) => event.type === 'recurringFired').reduce((sum, event) => sum + (event.size ?? 0), 0);
+    // A tick waiting for the slot would run 2-3 s late: the occurrences it skipped would count as missed ('once').
+    expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
+    expect(fired).toBeGreaterThanOrEqual(5);
+    expect(app?.get(Slow).started).toBeLessThanOrEqual(3);
+  }, 30_000);
 
   it('bad input is refused with a typed error and writes nothing', async () => {
     const { delay } = await boot('bad');

@@ -28,6 +28,8 @@ export interface TopicKeys {
   readonly paused: string;
   /** HASH recurring series key → keys of its occurrences that may still be waiting or running (advance-series.lua). */
   readonly series: string;
+  /** ZSET: the recurring ticks among `due`, same scores, so a claim takes them without a handler slot. */
+  readonly ticks: string;
 }
 
 export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1): TopicKeys {
@@ -44,6 +46,7 @@ export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1):
     claimPrefix: `${base}:claim:`,
     paused: `${base}:paused`,
     series: `${base}:series`,
+    ticks: `${base}:ticks`,
   };
 }
 

@@ -307,7 +307,7 @@ export class RedisDriver implements DelayDriver {
     const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
     const reply = await this.connection.write<Reply>(
       'advanceSeries',
-      [keys.due, keys.env, keys.active, keys.seq, keys.series],
+      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks],
       [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences],
     );
     if (Number(reply[0]) !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };

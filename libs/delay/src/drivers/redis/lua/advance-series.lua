@@ -11,6 +11,8 @@ KEYS[3] active ZSET
 KEYS[4] seq STRING    the last arming token minted (include/token.lua)
 KEYS[5] series HASH   field = series key, value = keys of its occurrences that
                       may still be waiting or running, joined by "\31"
+KEYS[6] ticks ZSET    the series' ticks waiting in due, same score: claim.lua
+                      takes them without a handler slot
 
 ARGV[1] series key
 ARGV[2] 'token', 'payload' or 'absent': what must hold for anything to change
@@ -102,6 +104,7 @@ if nextKind == 'remove' then
   redis.call('ZREM', KEYS[1], key)
   redis.call('ZREM', KEYS[3], key)
   redis.call('HDEL', KEYS[5], key)
+  redis.call('ZREM', KEYS[6], key)
 else
   if nextKind ~= 'keep' then
     local dueAt = dueOf(nextKind, ARGV[6])
@@ -109,7 +112,10 @@ else
     -- A run of the tick still going loses its lease; its ack will not match the new token.
     redis.call('ZREM', KEYS[3], key)
     redis.call('ZADD', KEYS[1], dueAt, key)
-    if not earliest or dueAt < earliest then earliest = dueAt end
+    redis.call('ZADD', KEYS[6], dueAt, key)
+    -- Consumers whose slots are all busy sleep until a slot frees or a wake: a tick needs no slot, so tell them.
+    local firstTick = redis.call('ZRANGE', KEYS[6], 0, 0)
+    if firstTick[1] == key then redis.call('PUBLISH', ARGV[8], string.format('%d', dueAt)) end
   end
   redis.call('HSET', KEYS[5], key, table.concat(alive, '\31'))
 end
