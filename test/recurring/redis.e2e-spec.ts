@@ -134,6 +134,18 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     expect(app?.get(Slow).started).toBeLessThanOrEqual(3);
   }, 30_000);
 
+  it('a tick moved later by hand (reschedule) is not claimed at its old time', async () => {
+    const { delay, reports } = await boot('moved');
+    await delay.upsertRecurring('reports.every', 'm', { every: '1s' });
+    await pollUntil(() => reports.of('m').length >= 1, 'a first occurrence', 10_000);
+    expect(await delay.reschedule('reports.every', 'm', { delay: '1h' })).not.toBeNull();
+    await sleep(300);
+    const before = reports.of('m').length;
+    await sleep(2_500);
+    expect(reports.of('m').length).toBe(before);
+    expect((await delay.getRecurring('reports.every', 'm'))?.nextRunAt?.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+  }, 30_000);
+
   it('bad input is refused with a typed error and writes nothing', async () => {
     const { delay } = await boot('bad');
     await expect(delay.upsertRecurring('reports.every', 'k', { every: '500ms' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_RECURRENCE' });

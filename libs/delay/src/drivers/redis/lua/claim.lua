@@ -118,8 +118,12 @@ elseif not paused then
   if hasTicks then
     for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))) do
       redis.call('ZREM', KEYS[8], member)
-      -- Only a tick still waiting in due (cancel and reschedule leave a stale copy here).
-      if redis.call('ZREM', KEYS[1], member) == 1 then
+      -- Only a tick still due in due: cancel leaves a stale copy here, reschedule a stale score.
+      local score = redis.call('ZSCORE', KEYS[1], member)
+      if score and tonumber(score) > now then
+        redis.call('ZADD', KEYS[8], score, member)
+      elseif score then
+        redis.call('ZREM', KEYS[1], member)
         local envelope = redis.call('HGET', KEYS[2], member)
         if envelope then
           hand(member, envelope, true)
