@@ -7,7 +7,7 @@ import { DelayHandlerMetadata } from './decorators/on-delay-expired.decorator';
 import { ScopedHandlerError } from './errors/scoped-handler.error';
 import { DelayContext } from './interfaces/delay-context.interface';
 import { validateTopic } from './validation/action-input';
-import { checkRecurringOptions } from './recurring/series-state';
+import { checkRecurringOptions } from './recurring/check-recurring-options';
 import { RecurringSchedules, validateSeriesKey } from './recurring/recurring-schedules';
 
 /** Nest's InstanceWrapper, named through the public DiscoveryService rather than a deep import. */

@@ -12,7 +12,8 @@ import { parsePayload, serializePayload } from '../validation/payload-json';
 import { isTickKey, MAX_SERIES_KEY_LENGTH, occurrenceKey, SERIES_SEPARATOR } from './occurrence-key';
 import { RecurringOptions, RecurringSchedule } from './recurring-options';
 import { PAUSED_TICK_DELAY_MS } from './recurring-ticker';
-import { checkRecurringOptions, decodeSeriesState, encodeSeriesState, missedOf, recurrenceOf, sameSpec, SeriesState } from './series-state';
+import { checkRecurringOptions } from './check-recurring-options';
+import { decodeSeriesState, encodeSeriesState, missedOf, recurrenceOf, sameSpec, SeriesState } from './series-state';
 
 /** Compare-and-set rounds before a write gives up to a concurrent writer of the same schedule. */
 const MAX_ROUNDS = 8;
