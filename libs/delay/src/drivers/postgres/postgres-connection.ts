@@ -92,9 +92,15 @@ export class PostgresConnection {
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
     let client: PgPoolClientLike | undefined;
     let released = false;
+    // A connection lost while the client is checked out (reset, server gone) makes pg emit 'error' on the
+    // client, which the pool only listens to while the client is idle: unheard, it would crash the process.
+    // The statement in flight rejects with the same error, which the caller handles.
+    const onLost = (error: Error): void => this.logger.debug(`A connection in use was lost: ${describeError(error)}`);
     const release = (destroy: boolean): void => {
       if (!client || released) return;
       released = true;
+      // Kept for a client that is closed: its socket may still report an error after the release.
+      if (!destroy) client.removeListener('error', onLost);
       try {
         client.release(destroy ? new Error('nestjs-delay: connection dropped after a failed or timed-out call') : undefined);
       } catch {
@@ -103,6 +109,7 @@ export class PostgresConnection {
     };
     const run = async (): Promise<T> => {
       client = await this.pool.connect();
+      client.on('error', onLost);
       if (timedOut) {
         // The call gave up while waiting for a client: this one was never used, so it goes back to the pool.
         release(false);
