@@ -1,6 +1,7 @@
 // The parent side of the multi-instance tests: starts worker processes
 // (test/instances/worker/worker.ts, each a separate Node process running a
-// Nest application with the Redis driver), sends them DelayService calls,
+// Nest application with the Redis driver, or the postgres one with driver
+// 'postgres'), sends them DelayService calls,
 // and collects every handler run they report.
 import { ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -5,6 +5,8 @@ import type { IfExists } from 'nestjs-delay';
 export interface WorkerConfig {
   /** Shown in reports: 'c1', 'producer', ... */
   readonly name: string;
+  /** Default 'redis'. With 'postgres', `url` is the connection string and `prefix` the schema. */
+  readonly driver?: 'redis' | 'postgres';
   readonly url: string;
   readonly prefix: string;
   /** The one topic this worker schedules on and (when consuming) handles. */
@@ -13,6 +15,8 @@ export interface WorkerConfig {
   readonly batchTopic?: string;
   readonly consume: boolean;
   readonly lease?: string;
+  /** postgres: the driver's wakeCheck. */
+  readonly wakeCheck?: string;
   readonly concurrency?: number;
   readonly shutdownTimeout?: string;
   /** Reconnect to Redis this long after losing it (ioredis retryStrategy); default: ioredis's own backoff. */

@@ -1,5 +1,6 @@
 // One application instance of the multi-instance tests: a real Nest
-// application context with the Redis driver and an @OnDelayExpired handler
+// application context with the Redis driver (or, with driver 'postgres', the
+// PostgreSQL one) and an @OnDelayExpired handler
 // (and, with batchTopic set, a second one for collect's batches), in its
 // own process. It reports every handler run to the parent over IPC and runs
 // the DelayService calls the parent sends it (so producers are separate
@@ -9,7 +10,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Cluster } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
-import { DelayContext, DelayModule, DelayService, DueTime, OnDelayExpired, OnRecurring, PendingAction, Recurring } from 'nestjs-delay';
+import { DelayContext, DelayDriverConfig, DelayModule, DelayService, DueTime, OnDelayExpired, OnRecurring, PendingAction, Recurring } from 'nestjs-delay';
 import type { ActionPayload, ActionSnapshot, BatchItem, DueArg, ReplyValue, ScheduleItem, WorkerCommand, WorkerConfig, WorkerMessage, WorkerRequest } from '../support/protocol';
 
 const config = JSON.parse(process.env.NESTJS_DELAY_WORKER ?? 'null') as WorkerConfig | null;
@@ -104,10 +105,18 @@ function connection(): { url: string } | { options: RedisOptions } | { client: C
   return { options: { host: url.hostname, port: Number(url.port), retryStrategy: () => delayMs } };
 }
 
+function driver(): DelayDriverConfig {
+  const lease = settings.lease ? { lease: settings.lease } : {};
+  if (settings.driver === 'postgres') {
+    return { type: 'postgres', connectionString: settings.url, schema: settings.prefix, ...lease, ...(settings.wakeCheck ? { wakeCheck: settings.wakeCheck } : {}) };
+  }
+  return { type: 'redis', ...connection(), prefix: settings.prefix, shards: settings.shards ?? 1, ...lease };
+}
+
 @Module({
   imports: [
     DelayModule.forRoot({
-      driver: { type: 'redis', ...connection(), prefix: settings.prefix, shards: settings.shards ?? 1, ...(settings.lease ? { lease: settings.lease } : {}) },
+      driver: driver(),
       consume: settings.consume,
       ...(settings.shutdownTimeout ? { shutdownTimeout: settings.shutdownTimeout } : {}),
     }),

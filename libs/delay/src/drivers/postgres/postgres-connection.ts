@@ -4,6 +4,7 @@ import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { TransactionNotActiveError } from '../../errors/transaction-not-active.error';
 import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
 import { PgPoolClientLike, PgPoolLike } from '../../interfaces/postgres-pool.interface';
+import { sqlStateOf } from '../../transactions/sql-state';
 import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { SQLSTATE_NOT_IN_TRANSACTION } from './postgres-migrations';
@@ -91,9 +92,15 @@ export class PostgresConnection {
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
     let client: PgPoolClientLike | undefined;
     let released = false;
+    // A connection lost while the client is checked out (reset, server gone) makes pg emit 'error' on the
+    // client, which the pool only listens to while the client is idle: unheard, it would crash the process.
+    // The statement in flight rejects with the same error, which the caller handles.
+    const onLost = (error: Error): void => this.logger.debug(`A connection in use was lost: ${describeError(error)}`);
     const release = (destroy: boolean): void => {
       if (!client || released) return;
       released = true;
+      // Kept for a client that is closed: its socket may still report an error after the release.
+      if (!destroy) client.removeListener('error', onLost);
       try {
         client.release(destroy ? new Error('nestjs-delay: connection dropped after a failed or timed-out call') : undefined);
       } catch {
@@ -102,6 +109,7 @@ export class PostgresConnection {
     };
     const run = async (): Promise<T> => {
       client = await this.pool.connect();
+      client.on('error', onLost);
       if (timedOut) {
         // The call gave up while waiting for a client: this one was never used, so it goes back to the pool.
         release(false);
@@ -155,7 +163,7 @@ export class PostgresConnection {
       const rows = await Promise.race([transaction.query(text, []), bound]);
       return rows as Row[];
     } catch (error) {
-      throw notActive(transaction.adapter, error) ?? unavailable(error);
+      throw notActive(transaction.adapter, error) ?? (abortedByServer(error) ? error : unavailable(error));
     } finally {
       clearTimeout(timer);
     }
@@ -179,6 +187,13 @@ function refusedByServer(error: unknown): boolean {
   return state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !/^(08|57P0[1-4]|58)/.test(state);
 }
 
+/** In the application's transaction: an error the server raised for the statement (not the connection's), which aborted the transaction. */
+function abortedByServer(error: unknown): boolean {
+  if (error instanceof DriverUnavailableError) return false;
+  const state = sqlStateOf(error);
+  return state !== undefined && !/^(08|57P0[1-4]|58)/.test(state);
+}
+
 /** The SQLSTATE of a pg error, if it has one. */
 export function sqlState(error: unknown): string | undefined {
   const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
@@ -198,7 +213,7 @@ function unavailable(error: unknown): unknown {
 
 /** The transaction is over: the guard fired (autocommit), it is aborted (25P02), or the client no longer runs queries. */
 function notActive(adapter: string, error: unknown): TransactionNotActiveError | undefined {
-  const state = sqlState(error);
+  const state = sqlStateOf(error);
   if (state === SQLSTATE_NOT_IN_TRANSACTION) return new TransactionNotActiveError(adapter, 'it is not in a transaction block: committed, rolled back, or never begun', error);
   if (state === '25P02') return new TransactionNotActiveError(adapter, 'it is aborted after an earlier error', error);
   const message = error instanceof Error ? error.message : '';

@@ -26,7 +26,8 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
-import { PostgresConnection, Row, sqlState } from './postgres-connection';
+import { sqlStateOf } from '../../transactions/sql-state';
+import { PostgresConnection, Row } from './postgres-connection';
 import { POSTGRES_DEFAULT_SCHEMA, SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
 import { int, toDeadAction, toStoredAction } from './postgres-rows';
 import { PostgresSchema } from './postgres-schema';
@@ -341,7 +342,7 @@ export class PostgresDriver implements DelayDriver {
       ]);
     } catch (error) {
       // A batch opened under one of the keys between the function's check and its write: nothing was written.
-      if (sqlState(error) === SQLSTATE_KIND_CONFLICT) throw new ActionKindConflictError(topic, conflictingKey(error, keys), 'batch');
+      if (sqlStateOf(error) === SQLSTATE_KIND_CONFLICT) throw new ActionKindConflictError(topic, conflictingKey(error, keys), 'batch');
       throw error;
     }
     const first = rows[0];
