@@ -166,19 +166,26 @@ BEGIN
   FOR n IN 1 .. v_count LOOP
     v_at := CASE WHEN p_absolute[n] THEN p_values[n] ELSE v_now + p_values[n] END;
     IF p_keep[n] THEN
-      INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, trace)
-      VALUES (p_topic, p_keys[n], p_keys[n], nextval('__schema__.tokens'), v_at, p_payloads[n], p_traces[n])
-      ON CONFLICT (topic, member) DO NOTHING;
-      IF FOUND THEN
-        v_soonest := least(v_soonest, v_at);
-        RETURN QUERY SELECT 1, v_at, p_payloads[n], 1, v_now;
-      ELSE
+      -- Under READ COMMITTED each statement sees its own snapshot: the row the
+      -- INSERT met may be deleted and committed (run, cancelled) before the
+      -- SELECT reads it. Then the key is free again, and the INSERT is retried.
+      LOOP
+        INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, trace)
+        VALUES (p_topic, p_keys[n], p_keys[n], nextval('__schema__.tokens'), v_at, p_payloads[n], p_traces[n])
+        ON CONFLICT (topic, member) DO NOTHING;
+        IF FOUND THEN
+          v_soonest := least(v_soonest, v_at);
+          RETURN QUERY SELECT 1, v_at, p_payloads[n], 1, v_now;
+          EXIT;
+        END IF;
         SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_keys[n];
-        IF NOT FOUND OR v_row.batch THEN
+        CONTINUE WHEN NOT FOUND;
+        IF v_row.batch THEN
           RAISE EXCEPTION 'nestjs-delay: key % of topic % has an open batch', p_keys[n], p_topic USING ERRCODE = 'NDKC1';
         END IF;
         RETURN QUERY SELECT CASE WHEN v_row.state = 'running' THEN 4 ELSE 3 END, v_row.due_at, v_row.payload, v_row.attempt, v_now;
-      END IF;
+        EXIT;
+      END LOOP;
     ELSE
       -- A run of the previous arming may be going on: it loses its lease, and its outcome will not match the new token.
       INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, trace)
