@@ -157,7 +157,7 @@ export function useShopFixture(driver: ShopDriver): ShopFixture {
 
   async function start(options: StartOptions = {}): Promise<ShopUnderTest> {
     const clock = driver === 'wheel' ? new VirtualClock() : undefined;
-    const redisEnv: ShopEnv = driver === 'redis' ? { REDIS_URL: requireRedis().url, REDIS_PREFIX: options.prefix ?? testPrefix } : {};
+    const redisEnv: ShopEnv = driver === 'redis' ? { DELAY_DRIVER: 'redis', REDIS_URL: requireRedis().url, REDIS_PREFIX: options.prefix ?? testPrefix } : {};
     const booted = await bootShop({
       env: { ...profile.env, ...redisEnv, ...options.env },
       clock,
