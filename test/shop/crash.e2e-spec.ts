@@ -1,8 +1,7 @@
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { Order } from '../../apps/shop/src/orders/order';
 import { TestPostgresServer } from '../support/postgres-server';
+import { buildShop, killShop, ShopProcess, spawnShop } from './shop-process';
 
 /**
  * The real shop process (node dist/apps/shop/main.js, built by this test),
@@ -27,7 +26,6 @@ const CLIENTS = 4;
 const STOCK = 500;
 const SKUS = ['green-tea', 'black-tea', 'blue-mug', 'teapot'] as const;
 const ADMIN_TOKEN = 'crash-test-admin-token';
-const ROOT = join(__dirname, '..', '..');
 
 jest.setTimeout(120_000);
 
@@ -48,12 +46,6 @@ function few<T>(wrong: readonly T[]): { count: number; first: T[] } {
   return { count: wrong.length, first: wrong.slice(0, 3) };
 }
 
-interface RunningShop {
-  readonly child: ChildProcess;
-  readonly baseUrl: string;
-  readonly exited: Promise<void>;
-}
-
 interface PendingUnpaid {
   readonly key: string;
   readonly dueAt: string;
@@ -61,72 +53,36 @@ interface PendingUnpaid {
 
 describe(`Crash (e2e): the shop process killed with -9 at random moments on the ${DRIVER} driver (seed ${SEED})`, () => {
   let postgres: TestPostgresServer;
-  let running: RunningShop | undefined;
+  let running: ShopProcess | undefined;
 
   beforeAll(async () => {
     // The process under test is the built shop, as `npm start` runs it.
-    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
+    buildShop();
     postgres = await TestPostgresServer.start();
   }, 120_000);
 
   afterAll(async () => {
-    running?.child.kill('SIGKILL');
-    await running?.exited;
+    if (running) await killShop(running);
     await postgres?.dispose();
   });
 
-  function env(extra: Record<string, string>): NodeJS.ProcessEnv {
-    const { REDIS_URL: _redis, REDIS_PREFIX: _prefix, DELAY_DRIVER: _driver, ...rest } = process.env;
-    return {
-      ...rest,
-      PORT: '0',
-      DATABASE_URL: postgres.url,
-      DELAY_DRIVER: DRIVER,
-      ADMIN_TOKEN,
-      UNPAID_TIMEOUT: '1h',
-      ...extra,
-    };
-  }
-
-  /** Spawns the shop and resolves once it logs the URL it listens on. */
-  async function startShop(extra: Record<string, string> = {}): Promise<RunningShop> {
-    const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', 'shop', 'main.js')], { cwd: ROOT, env: env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    let output = '';
-    const baseUrl = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`The shop did not start within 30 s:\n${output}`)), 30_000);
-      const read = (chunk: Buffer): void => {
-        output += chunk.toString();
-        const match = /Shop listening on (http:\/\/localhost:\d+)/.exec(output);
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1] as string);
-        }
-      };
-      child.stdout?.on('data', read);
-      child.stderr?.on('data', read);
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`The shop exited at startup (${code ?? signal}):\n${output}`));
-      });
-    });
-    running = { child, baseUrl, exited };
+  async function startShop(extra: Record<string, string> = {}): Promise<ShopProcess> {
+    running = await spawnShop({ DATABASE_URL: postgres.url, DELAY_DRIVER: DRIVER, ADMIN_TOKEN, UNPAID_TIMEOUT: '1h', ...extra });
     return running;
   }
 
-  async function kill(shop: RunningShop): Promise<void> {
-    shop.child.kill('SIGKILL');
-    await shop.exited;
+  async function kill(shop: ShopProcess): Promise<void> {
+    await killShop(shop);
     running = undefined;
   }
 
-  async function stop(shop: RunningShop): Promise<void> {
-    shop.child.kill('SIGTERM');
-    await shop.exited;
+  /** A TERM: the shop closes and exits 0. */
+  async function stop(shop: ShopProcess): Promise<void> {
+    expect(await killShop(shop, 'SIGTERM')).toBe(0);
     running = undefined;
   }
 
-  async function call(shop: RunningShop, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  async function call(shop: ShopProcess, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
     const response = await fetch(`${shop.baseUrl}${path}`, {
       method,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -136,7 +92,7 @@ describe(`Crash (e2e): the shop process killed with -9 at random moments on the 
     return { status: response.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
   }
 
-  async function allPendingUnpaid(shop: RunningShop): Promise<PendingUnpaid[]> {
+  async function allPendingUnpaid(shop: ShopProcess): Promise<PendingUnpaid[]> {
     const items: PendingUnpaid[] = [];
     for (let offset = 0; ; offset += 1000) {
       const { status, body } = await call(shop, 'GET', `/api/admin/delays/order.unpaid?offset=${offset}&limit=1000`);

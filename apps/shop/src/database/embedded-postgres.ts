@@ -146,6 +146,8 @@ function initialise(dir: string, pgdata: string, user: ServerUser | undefined): 
   const password = randomBytes(18).toString('base64url');
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
   if (user) {
+    // The server's user must reach pgdata through this folder.
+    chownSync(dir, user.uid, user.gid);
     chownSync(pgdata, user.uid, user.gid);
     chownSync(passwordFile, user.uid, user.gid);
   }
