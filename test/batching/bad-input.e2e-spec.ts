@@ -1,5 +1,6 @@
 import {
   ActionKindConflictError,
+  BatchTooLargeError,
   DelayService,
   InvalidDurationError,
   InvalidKeyError,
@@ -9,7 +10,7 @@ import {
   PayloadTooLargeError,
 } from 'nestjs-delay';
 import { BATCH_TOPIC } from './support/batch-recorder';
-import { BatchApp, batchDrivers, MAX_BATCH_ITEMS, MAX_ITEM_BYTES } from './support/batch-fixture';
+import { BatchApp, batchDrivers, MAX_BATCH_BYTES, MAX_BATCH_ITEMS, MAX_ITEM_BYTES } from './support/batch-fixture';
 
 const T = BATCH_TOPIC.plain;
 const WINDOW = 300;
@@ -65,6 +66,30 @@ describe.each(batchDrivers())('collect: bad input is refused and changes nothing
     // A new key is not opened by a refused item either.
     await expect(delay.collect(T, 'other', { blob: 'y'.repeat(MAX_ITEM_BYTES) }, { window: WINDOW })).rejects.toThrow(PayloadTooLargeError);
     await expectNothingChanged();
+  });
+
+  it('an item that would take the open batch past maxBatchBytes (BatchTooLargeError)', async () => {
+    const { delay } = booted;
+    // A string of n characters is n + 2 bytes of JSON, plus its length prefix ("514:"): 518 bytes as stored.
+    const big = 'b'.repeat(MAX_ITEM_BYTES - 2);
+    await expect(delay.collect(T, 'full', big, { window: '1h' })).resolves.toMatchObject({ size: 1 });
+    await delay.collect(T, 'full', big, { window: '1h' });
+    await delay.collect(T, 'full', big, { window: '1h' });
+    await delay.collect(T, 'full', big, { window: '1h' });
+    const beforeFull = { batch: await delay.get(T, 'full'), count: await delay.count(T) };
+    const refused = delay.collect(T, 'full', big, { window: '1h' });
+    await expect(refused).rejects.toThrow(BatchTooLargeError);
+    await expect(refused).rejects.toMatchObject({ code: 'ERR_DELAY_BATCH_TOO_LARGE', topic: T, key: 'full', bytes: 5 * (MAX_ITEM_BYTES + 4), limit: MAX_BATCH_BYTES });
+    // A small item still fits; then nothing more.
+    await expect(delay.collect(T, 'full', 1, { window: '1h' })).resolves.toMatchObject({ size: 5 });
+    await expect(delay.collect(T, 'full', big, { window: '1h', slide: true })).rejects.toThrow(BatchTooLargeError);
+    const after = await delay.get(T, 'full');
+    expect(after?.items).toEqual([...((beforeFull.batch?.items ?? []) as unknown[]), 1]);
+    expect(after?.dueAt).toEqual(beforeFull.batch?.dueAt);
+    // The other batches were not touched.
+    await expect(delay.cancel(T, 'full')).resolves.toBe(true);
+    expect(await state(delay)).toEqual(before);
+    expect(beforeFull.count).toBe(3);
   });
 
   it('an item JSON cannot represent (PayloadNotSerializableError)', async () => {

@@ -1,3 +1,4 @@
+import { LISTED_BATCH_ITEMS } from 'nestjs-delay';
 import { BATCH_TOPIC } from './support/batch-recorder';
 import { batchDrivers } from './support/batch-fixture';
 
@@ -60,7 +61,7 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
     const a = await delay.collect(T, 'k1', 'a1', { window: 600 });
     await delay.collect(T, 'k1', { a: 2 }, { window: 600 });
     const b = await delay.collect(T, 'k2', ['b', 1], { window: 400 });
-    expect(await delay.get(T, 'k1')).toEqual({ topic: T, key: 'k1', payload: undefined, items: ['a1', { a: 2 }], dueAt: a.dueAt, attempt: 1, state: 'waiting', paused: false });
+    expect(await delay.get(T, 'k1')).toEqual({ topic: T, key: 'k1', payload: undefined, items: ['a1', { a: 2 }], size: 2, dueAt: a.dueAt, attempt: 1, state: 'waiting', paused: false });
     expect(await delay.count(T)).toBe(2);
     const listed = await delay.list(T);
     expect(listed.total).toBe(2);
@@ -99,6 +100,33 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
       ['k1', ['a1', { a: 2 }]],
       ['k3', [4]],
     ]);
+  });
+
+  it('lists at most the first 10 items of a batch, with its size; get shows them all', async () => {
+    const { delay, recorder } = await fixture.boot();
+    const items = Array.from({ length: 25 }, (_, n) => ({ n, text: 'é'.repeat(n) }));
+    for (const item of items) await delay.collect(T, 'big', item, { window: 400 });
+    await delay.collect(T, 'small', 's1', { window: 400 });
+
+    const listed = await delay.list(T);
+    expect(listed.items.map((batch) => [batch.key, batch.size, batch.items])).toEqual([
+      ['big', 25, items.slice(0, LISTED_BATCH_ITEMS)],
+      ['small', 1, ['s1']],
+    ]);
+    expect((await delay.get(T, 'big'))?.items).toEqual(items);
+    expect((await delay.get(T, 'big'))?.size).toBe(25);
+
+    // Dead batches too: listDead shows the first ones and the size, and a redrive hands over every item.
+    recorder.react(T, 'big', () => {
+      throw new Error('refused');
+    });
+    await fixture.waitFor(async () => (await delay.countDead(T)) === 1, 'the big batch dies', 2_000);
+    const [dead] = (await delay.listDead(T)).items;
+    expect([dead.key, dead.size, dead.items]).toEqual(['big', 25, items.slice(0, LISTED_BATCH_ITEMS)]);
+    recorder.react(T, 'big', () => undefined);
+    expect(await delay.redrive(T, dead.id)).toBe(true);
+    await fixture.waitFor(() => recorder.runsOf(T, 'big').length === 2, 'the redriven batch', 2_000);
+    expect(recorder.batchesOf(T, 'big')).toEqual([items, items]);
   });
 
   it('emits collected for each item, and fired and completed for the batch, with its size', async () => {

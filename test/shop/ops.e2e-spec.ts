@@ -38,9 +38,13 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
       expect(text).toMatch(/^delay_store_waiting\{delay_topic="order\.unpaid"[^}]*\} 2$/m);
     });
 
-    it('serves the admin page; a write needs the token as the Basic password', async () => {
+    it('serves the admin page; reading and writing need the token as the Basic password', async () => {
       const id = await placeOrder();
-      const page = await shop.http.get('/admin/delays/topics/order.unpaid').expect(200);
+      const challenged = await shop.http.get('/admin/delays/topics/order.unpaid').expect(401);
+      expect(challenged.headers['www-authenticate']).toContain('Basic realm="shop delay admin"');
+      expect(challenged.text).not.toContain(id);
+      await shop.http.get('/admin/delays').set('authorization', basic('guess')).expect(403);
+      const page = await shop.http.get('/admin/delays/topics/order.unpaid').set('authorization', basic(TOKEN)).expect(200);
       expect(page.text).toContain(`<code>${id}</code>`);
 
       const asked = await shop.http.post('/admin/delays/topics/order.unpaid/cancel').type('form').send({ key: id }).expect(401);
@@ -69,15 +73,16 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
       shop = await fixture.start({ env: SHOP_ENV_DEFAULTS });
     });
 
-    it('lets anyone read the admin page and refuses every write; the JSON admin is closed', async () => {
+    it('closes the admin page, reads and writes, and the JSON admin', async () => {
       const id = await placeOrder();
-      await shop.http.get('/admin/delays').expect(200);
+      const unread = await shop.http.get('/admin/delays').expect(403);
+      expect(unread.text).toContain('start the shop with ADMIN_TOKEN set');
       const refused = await shop.http.post('/admin/delays/topics/order.unpaid/cancel').set('authorization', basic('anything')).set('sec-fetch-site', 'same-origin').type('form').send({ key: id }).expect(403);
       expect(refused.text).toContain('start the shop with ADMIN_TOKEN set');
       const closed = await shop.http.get(`/api/admin/delays/order.unpaid`).set(bearer).expect(403);
       expect(closed.body).toMatchObject({ message: expect.stringContaining('start the shop with ADMIN_TOKEN set') });
-      const page = await shop.http.get('/admin/delays/topics/order.unpaid').expect(200);
-      expect(page.text).toContain(`<code>${id}</code>`);
+      const page = await shop.http.get('/admin/delays/topics/order.unpaid').set('authorization', basic('anything')).expect(403);
+      expect(page.text).not.toContain(id);
     });
   });
 });

@@ -119,6 +119,10 @@ export class FaultProxy {
   accepted = 0;
   /** Connections reset or refused by a fault. */
   resets = 0;
+  /** When each connection was accepted (Date.now()), in order: a client's reconnect is the first after a reset. */
+  readonly acceptedAt: number[] = [];
+  /** When each open connection was reset by a fault (Date.now()), in order. */
+  readonly resetAt: number[] = [];
   private readonly pairs = new Set<Pair>();
   private readonly rules: Rule[] = [];
   private mode: 'forward' | 'blackhole' | 'refuse' = 'forward';
@@ -241,6 +245,7 @@ export class FaultProxy {
   resetPair(pair: Pair): void {
     if (pair.closed) return;
     this.resets++;
+    this.resetAt.push(Date.now());
     pair.closed = true;
     this.pairs.delete(pair);
     pair.client.resetAndDestroy();
@@ -260,6 +265,7 @@ export class FaultProxy {
 
   private onConnection(socket: Socket): void {
     this.accepted++;
+    this.acceptedAt.push(Date.now());
     socket.on('error', () => undefined);
     if (this.mode === 'refuse') {
       this.resets++;

@@ -33,6 +33,8 @@ export async function freePort(): Promise<number> {
 export interface RedisServerOptions {
   /** Persist with an append-only file (fsync always), so a restart loses nothing. */
   readonly appendonly?: boolean;
+  /** More redis-server arguments, e.g. ['--maxmemory-policy', 'allkeys-lru']. */
+  readonly args?: readonly string[];
 }
 
 /**
@@ -69,6 +71,7 @@ export class TestRedisServer {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--logfile', ''];
     args.push('--appendonly', this.options.appendonly ? 'yes' : 'no');
     if (this.options.appendonly) args.push('--appendfsync', 'always');
+    args.push(...(this.options.args ?? []));
     const child = spawn(BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.process = child;
     const stderr: string[] = [];

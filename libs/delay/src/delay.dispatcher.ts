@@ -11,6 +11,7 @@ import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-dri
 import { DelayClock } from './time/clock';
 import { describeError } from './utils/describe-error';
 import { inMicrotask } from './utils/in-microtask';
+import { quoteInput } from './utils/quote-input';
 
 /** How long an action waits when it reaches an instance that has no handler for it. */
 const NO_HANDLER_RETRY_MS = 60_000;
@@ -59,7 +60,7 @@ export class DelayDispatcher implements DelayConsumer {
     const { topic, key, attempt } = delivery;
     const handler = this.registry.get(topic);
     if (!handler) {
-      this.logger.error(`No handler for topic "${topic}" in this process; action "${key}" is put back for ${NO_HANDLER_RETRY_MS} ms`);
+      this.logger.error(`No handler for topic ${quoteInput(topic)} in this process; action ${quoteInput(key)} is put back for ${NO_HANDLER_RETRY_MS} ms`);
       inMicrotask(() => this.tell(report, { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' }, delivery));
       return;
     }
@@ -67,7 +68,7 @@ export class DelayDispatcher implements DelayConsumer {
       // Only a run that never reported back gets here (its process died, or its lease ran out):
       // giving up now keeps a handler that crashes its process from being redelivered forever.
       const error = `gave up after ${attempt - 1} attempt(s) that never finished (the process running them stopped)`;
-      this.logger.error(`${handler.name} on "${key}": ${error}; moved to the dead set`);
+      this.logger.error(`${handler.name} on ${quoteInput(key)}: ${error}; moved to the dead set`);
       this.events.emit(() => ({ type: 'dead', topic, key, attempt, size: delivery.items?.length, error }));
       inMicrotask(() => this.tell(report, { kind: 'dead', error }, delivery));
       return;
@@ -103,7 +104,7 @@ export class DelayDispatcher implements DelayConsumer {
     if (result.cause === 'shutdown') {
       // Not the handler's failure: the process is stopping. The driver has handed the action back
       // (Redis) or is dropping it (wheel); this outcome only ends the wait, so it costs no backoff.
-      this.logger.warn(`${handler.name} on "${key}" ${error}`);
+      this.logger.warn(`${handler.name} on ${quoteInput(key)} ${error}`);
       this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
       return { kind: 'retry', delayMs: 0, error };
     }
@@ -111,11 +112,11 @@ export class DelayDispatcher implements DelayConsumer {
     this.events.emit(() => ({ type: 'failed', topic, key, attempt, size, error }));
     if (attempt < handler.options.attempts) {
       const delayMs = backoffDelay(handler.options.backoff, attempt);
-      this.logger.warn(`${handler.name} failed on "${key}" (attempt ${attempt}/${handler.options.attempts}), retrying in ${delayMs} ms: ${error}`);
+      this.logger.warn(`${handler.name} failed on ${quoteInput(key)} (attempt ${attempt}/${handler.options.attempts}), retrying in ${delayMs} ms: ${error}`);
       this.events.emit(() => ({ type: 'retrying', topic, key, attempt, size, error, retryAt: new Date(this.clock.now() + delayMs) }));
       return { kind: 'retry', delayMs, error };
     }
-    this.logger.error(`${handler.name} failed on "${key}" after ${attempt} attempt(s); moved to the dead set: ${error}`);
+    this.logger.error(`${handler.name} failed on ${quoteInput(key)} after ${attempt} attempt(s); moved to the dead set: ${error}`);
     this.events.emit(() => ({ type: 'dead', topic, key, attempt, size, error }));
     return { kind: 'dead', error };
   }
@@ -171,7 +172,7 @@ export class DelayDispatcher implements DelayConsumer {
     // A handler that ignored its signal and finished after all: say so, since its work may now be done twice.
     const outcome = result.ok ? 'completed' : `failed (${result.error})`;
     const late = Math.round(performance.now() - run.abandonedAt);
-    this.logger.warn(`${run.handlerName} on "${run.delivery.key}" (attempt ${run.delivery.attempt}) ${outcome} ${late} ms after it timed out; that result was ignored`);
+    this.logger.warn(`${run.handlerName} on ${quoteInput(run.delivery.key)} (attempt ${run.delivery.attempt}) ${outcome} ${late} ms after it timed out; that result was ignored`);
   }
 
   /** Called by the tracker once the run's deadline has passed (it is already out of the tracker). */
@@ -203,7 +204,7 @@ export class DelayDispatcher implements DelayConsumer {
     try {
       report(outcome);
     } catch (error) {
-      this.logger.error(`The driver failed to apply the outcome (${outcome.kind}) of "${delivery.topic}" / "${delivery.key}": ${describeError(error)}`);
+      this.logger.error(`The driver failed to apply the outcome (${outcome.kind}) of ${quoteInput(delivery.topic)} / ${quoteInput(delivery.key)}: ${describeError(error)}`);
     }
   }
 }

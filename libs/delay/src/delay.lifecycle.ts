@@ -25,6 +25,7 @@ export class DelayLifecycle implements OnApplicationBootstrap, BeforeApplication
 
   async onApplicationBootstrap(): Promise<void> {
     this.driver.onStoreReset?.((detail) => this.events.emit(() => ({ type: 'storeReset', topic: '*', key: '', error: detail })));
+    this.driver.onStoreEvicting?.((detail) => this.events.emit(() => ({ type: 'storeEvicting', topic: '*', key: '', error: detail })));
     if (!this.options.consume) {
       this.logger.log(`Delay driver "${this.driver.name}" started as producer only (consume: false)`);
       return;

@@ -26,6 +26,15 @@ describe('resolveDelayOptions', () => {
     });
   });
 
+  it('caps a batch at 4 MiB by default, or at maxPayloadBytes if larger, and refuses a cap below maxPayloadBytes', () => {
+    expect(resolveDelayOptions().maxBatchBytes).toBe(4 * 1024 * 1024);
+    expect(resolveDelayOptions({ maxPayloadBytes: 8_000_000 }).maxBatchBytes).toBe(8_000_000);
+    expect(resolveDelayOptions({ maxBatchBytes: 100_000 }).maxBatchBytes).toBe(100_000);
+    expect(problemsOf(() => resolveDelayOptions({ maxBatchBytes: 1_000 }))).toEqual(['maxBatchBytes (1000) must be at least maxPayloadBytes (65536)']);
+    expect(problemsOf(() => resolveDelayOptions({ maxBatchBytes: 0 }))).toEqual(['maxBatchBytes must be a whole number >= 1, got 0']);
+    expect(problemsOf(() => resolveDelayOptions({ maxBatchBytes: '1MB' as unknown as number }))).toEqual(['maxBatchBytes must be a whole number >= 1, got "1MB"']);
+  });
+
   it('accepts and converts valid options', () => {
     const clock = new VirtualClock();
     const resolved = resolveDelayOptions({

@@ -9,6 +9,7 @@ import { DelayClock } from './time/clock';
 import { Duration, parseDuration } from './time/duration';
 import { DEFAULT_HORIZON_MS } from './validation/due-time';
 import { validateTopic } from './validation/action-input';
+import { quoteInput } from './utils/quote-input';
 
 export const {
   ConfigurableModuleClass: ConfigurableDelayModule,
@@ -40,6 +41,7 @@ export interface ResolvedDelayOptions {
   readonly defaults: ResolvedHandlerOptions;
   readonly maxPayloadBytes: number;
   readonly maxBatchItems: number;
+  readonly maxBatchBytes: number;
   readonly maxPastMs: number;
   readonly shutdownTimeoutMs: number;
   readonly consume: boolean;
@@ -75,12 +77,13 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     defaults: collectHandlerOptions(options.defaults ?? {}, BUILT_IN_DEFAULTS, 'defaults.', problems),
     maxPayloadBytes: positiveInteger(options.maxPayloadBytes, 65_536, 'maxPayloadBytes', problems),
     maxBatchItems: positiveInteger(options.maxBatchItems, 1_000, 'maxBatchItems', problems),
+    maxBatchBytes: batchBytes(options, problems),
     maxPastMs: duration(options.maxPast, '1d', 'maxPast', problems),
     shutdownTimeoutMs: duration(options.shutdownTimeout, '10s', 'shutdownTimeout', problems),
     consume: options.consume ?? true,
     transactions: checkTransactions(options.transactions, driver, problems),
   };
-  if (typeof resolved.consume !== 'boolean') problems.push(`consume must be true or false, got ${String(options.consume)}`);
+  if (typeof resolved.consume !== 'boolean') problems.push(`consume must be true or false, got ${quoteInput(options.consume)}`);
   if (problems.length > 0) throw new InvalidDelayOptionsError('DelayModule options', problems);
   return resolved;
 }
@@ -101,9 +104,11 @@ function checkTransactions(transactions: DelayTransactionOptions | undefined, dr
     if (!Array.isArray(adapters)) problems.push('transactions.adapters must be an array of DelayTransactionAdapter');
     else {
       adapters.forEach((adapter: unknown, n) => {
-        const { name, matches, query } = (typeof adapter === 'object' && adapter !== null ? adapter : {}) as Record<string, unknown>;
+        const { name, matches, query, check } = (typeof adapter === 'object' && adapter !== null ? adapter : {}) as Record<string, unknown>;
         if (typeof name !== 'string' || typeof matches !== 'function' || typeof query !== 'function') {
           problems.push(`transactions.adapters[${n}] must have a name, matches(transaction) and query(transaction, sql, params)`);
+        } else if (check !== undefined && typeof check !== 'function') {
+          problems.push(`transactions.adapters[${n}].check must be a function when given`);
         }
       });
     }
@@ -121,6 +126,16 @@ function checkTransactions(transactions: DelayTransactionOptions | undefined, dr
 function canJoinTransactions(driver: DelayDriverConfig): boolean {
   if (isDriverInstance(driver)) return driver.supportsTransactions === true;
   return (driver.type as string) === 'postgres';
+}
+
+/** Default cap on a batch's bytes: large enough for ordinary batches, small enough that one batch cannot fill a process or a Redis. */
+export const DEFAULT_MAX_BATCH_BYTES = 4 * 1024 * 1024;
+
+function batchBytes(options: DelayModuleOptions, problems: string[]): number {
+  const payloadBytes = typeof options.maxPayloadBytes === 'number' && Number.isInteger(options.maxPayloadBytes) ? options.maxPayloadBytes : 65_536;
+  const bytes = positiveInteger(options.maxBatchBytes, Math.max(DEFAULT_MAX_BATCH_BYTES, payloadBytes), 'maxBatchBytes', problems);
+  if (options.maxBatchBytes !== undefined && bytes < payloadBytes) problems.push(`maxBatchBytes (${bytes}) must be at least maxPayloadBytes (${payloadBytes})`);
+  return bytes;
 }
 
 /** Checks one handler's options over the module defaults; throws with every problem. */
@@ -184,7 +199,7 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
   }
   if (driver.type === 'wheel') {
     if (driver.tickMs !== undefined && (!Number.isInteger(driver.tickMs) || driver.tickMs < 1 || driver.tickMs > 60_000)) {
-      problems.push(`driver.tickMs must be a whole number of ms from 1 to 60000, got ${String(driver.tickMs)}`);
+      problems.push(`driver.tickMs must be a whole number of ms from 1 to 60000, got ${quoteInput(driver.tickMs)}`);
     }
     return driver;
   }
@@ -192,10 +207,10 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
     const sources = [driver.url, driver.options, driver.client].filter((source) => source !== undefined).length;
     if (sources > 1) problems.push('driver: give one of url, options or client, not several');
     if (driver.url !== undefined && (typeof driver.url !== 'string' || !/^rediss?:\/\//.test(driver.url))) {
-      problems.push(`driver.url must start with redis:// or rediss://, got ${JSON.stringify(driver.url)}`);
+      problems.push(`driver.url must start with redis:// or rediss://, got ${quoteInput(driver.url)}`);
     }
     if (driver.prefix !== undefined && (typeof driver.prefix !== 'string' || !/^[A-Za-z0-9._:-]{1,64}$/.test(driver.prefix))) {
-      problems.push(`driver.prefix must be 1 to 64 of [A-Za-z0-9._:-], got ${JSON.stringify(driver.prefix)}`);
+      problems.push(`driver.prefix must be 1 to 64 of [A-Za-z0-9._:-], got ${quoteInput(driver.prefix)}`);
     }
     if (driver.lease !== undefined && duration(driver.lease, undefined, 'driver.lease', problems) < 1_000) {
       problems.push('driver.lease must be at least 1s');
@@ -215,8 +230,8 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
       if (typeof perTopic !== 'object' || perTopic === null || Array.isArray(perTopic)) problems.push('driver.topicShards must be an object of topic → shard count');
       else {
         for (const [topic, count] of Object.entries(driver.topicShards)) {
-          if (!isValidTopic(topic)) problems.push(`driver.topicShards: ${JSON.stringify(topic)} is not a valid topic name`);
-          shardCount(count, `driver.topicShards[${JSON.stringify(topic)}]`, problems);
+          if (!isValidTopic(topic)) problems.push(`driver.topicShards: ${quoteInput(topic)} is not a valid topic name`);
+          shardCount(count, `driver.topicShards[${quoteInput(topic)}]`, problems);
         }
       }
     }
@@ -233,7 +248,7 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
     }
     return driver;
   }
-  problems.push(`driver.type must be 'wheel' or 'redis', got ${JSON.stringify((driver as { type: unknown }).type)}`);
+  problems.push(`driver.type must be 'wheel' or 'redis', got ${quoteInput((driver as { type: unknown }).type)}`);
   return { type: 'wheel' };
 }
 
@@ -255,14 +270,14 @@ export const MAX_SHARDS = 256;
 
 function shardCount(value: unknown, name: string, problems: string[]): void {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_SHARDS) {
-    problems.push(`${name} must be a whole number from 1 to ${MAX_SHARDS}, got ${String(value)}`);
+    problems.push(`${name} must be a whole number from 1 to ${MAX_SHARDS}, got ${quoteInput(value)}`);
   }
 }
 
 function positiveInteger(value: unknown, fallback: number, name: string, problems: string[]): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    problems.push(`${name} must be a whole number >= 1, got ${String(value)}`);
+    problems.push(`${name} must be a whole number >= 1, got ${quoteInput(value)}`);
     return fallback;
   }
   return value;

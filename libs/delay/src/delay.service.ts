@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS, DELAY_TRACE_PROPAGATOR } from './delay.constants';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS, DELAY_TRACE_PROPAGATOR, LISTED_BATCH_ITEMS } from './delay.constants';
 import { ResolvedDelayOptions } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
 import { ActionKindConflictError } from './errors/action-kind-conflict.error';
@@ -157,7 +157,18 @@ export class DelayService {
     if (item === undefined) throw new InvalidScheduleOptionsError('collect needs an item (undefined has no JSON form)');
     const json = serializePayload(item, this.options.maxPayloadBytes) as string;
     const transaction = this.transactions.bind(options.transaction);
-    const result = await this.driver.collect({ topic, key, item: json, windowMs, maxWaitMs, slide, maxItems, trace: this.currentTrace(), transaction });
+    const result = await this.driver.collect({
+      topic,
+      key,
+      item: json,
+      windowMs,
+      maxWaitMs,
+      slide,
+      maxItems,
+      maxBytes: this.options.maxBatchBytes,
+      trace: this.currentTrace(),
+      transaction,
+    });
     const { events } = this;
     if (events.listening) events.publish({ type: 'collected', topic, key, at: events.now(), size: result.size, dueAt: new Date(result.dueAt) });
     return { topic, key, size: result.size, dueAt: new Date(result.dueAt), flushed: result.outcome === 'flushed' };
@@ -341,6 +352,7 @@ function toPendingAction<TPayload>(action: StoredAction, payload: unknown): Pend
     payload: payload as TPayload | undefined,
     // A fixed shape (items present, maybe undefined) keeps this hot path monomorphic.
     items: action.items ? action.items.map((item) => JSON.parse(item) as unknown) : undefined,
+    size: action.items ? (action.size ?? action.items.length) : undefined,
     dueAt: new Date(action.dueAt),
     attempt: action.attempt,
     state: action.state,
@@ -355,7 +367,8 @@ function toDeadAction<TPayload>(action: StoredDeadAction): DeadAction<TPayload> 
     key: action.key,
     payload: parsePayload(action.payload) as TPayload | undefined,
     // A fixed shape (items present, maybe undefined) keeps this hot path monomorphic.
-    items: action.items ? action.items.map((item) => JSON.parse(item) as unknown) : undefined,
+    items: action.items ? action.items.slice(0, LISTED_BATCH_ITEMS).map((item) => JSON.parse(item) as unknown) : undefined,
+    size: action.items?.length,
     dueAt: new Date(action.dueAt),
     attempts: action.attempts,
     error: action.error,

@@ -2,7 +2,7 @@
 export { DelayModule } from './delay.module';
 export { DelayService } from './delay.service';
 export { OnDelayExpired } from './decorators/on-delay-expired.decorator';
-export { DELAY_DRIVER, DELAY_TRACE_PROPAGATOR } from './delay.constants';
+export { DELAY_DRIVER, DELAY_TRACE_PROPAGATOR, LISTED_BATCH_ITEMS } from './delay.constants';
 
 export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig, RedisDriverConfig } from './interfaces/delay-module-options.interface';
 export type { RedisConnectionOptions, RedisClientLike } from './interfaces/redis-client.interface';
@@ -26,6 +26,8 @@ export type {
   BatchStatus,
 } from './interfaces/schedule-options.interface';
 export type { DelayTransactionAdapter, DelayTransactionOptions, DriverTransaction, SqlRows } from './interfaces/delay-transaction.interface';
+export { ambientFromTransactionHost } from './transactions/ambient-from-transaction-host';
+export type { TransactionHostLike } from './transactions/ambient-from-transaction-host';
 export type {
   DelayDriver,
   DelayConsumer,
@@ -50,5 +52,6 @@ export type { TimerHandle } from './time/clock';
 export { VirtualClock } from './time/virtual-clock';
 export { parseDuration } from './time/duration';
 export type { Duration } from './time/duration';
+export type { RecurrenceSpec, CronRecurrence, IntervalRecurrence, DstGapPolicy, DstOverlapPolicy } from './recurring/recurrence-spec';
 
 export * from './errors';

@@ -8,6 +8,8 @@ import { BatchRecorder } from './batch-recorder';
 /** Module limits every batching app runs with, so the bad-input cases can reach them cheaply. */
 export const MAX_BATCH_ITEMS = 50;
 export const MAX_ITEM_BYTES = 512;
+/** Four items of the largest size (each counts its JSON plus its length prefix: 4 bytes at this size) fit; a fifth does not. */
+export const MAX_BATCH_BYTES = 4 * (MAX_ITEM_BYTES + 4) + 100;
 
 export type Condition = () => boolean | Promise<boolean>;
 
@@ -36,7 +38,7 @@ export async function pollFor(condition: Condition, what: string, withinMs: numb
 
 async function bootApp(options: DelayModuleOptions): Promise<BatchApp> {
   const moduleRef = await Test.createTestingModule({
-    imports: [DelayModule.forRoot({ maxBatchItems: MAX_BATCH_ITEMS, maxPayloadBytes: MAX_ITEM_BYTES, shutdownTimeout: '2s', ...options })],
+    imports: [DelayModule.forRoot({ maxBatchItems: MAX_BATCH_ITEMS, maxPayloadBytes: MAX_ITEM_BYTES, maxBatchBytes: MAX_BATCH_BYTES, shutdownTimeout: '2s', ...options })],
     providers: [BatchRecorder],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });

@@ -4,7 +4,6 @@ import { sameSecret } from '../common/secrets';
 import { ShopConfig } from '../config/shop-config.interface';
 
 interface GuardedRequest {
-  readonly method: string;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
 }
 
@@ -12,9 +11,10 @@ interface GuardedRequest {
 const CHALLENGE = 'Basic realm="shop delay admin", charset="UTF-8"';
 
 /**
- * The admin page's guard: anyone may look (the shop is a demo), and a write
- * needs HTTP Basic credentials whose password is ADMIN_TOKEN (any user
- * name). Without ADMIN_TOKEN every write is refused.
+ * The admin page's guard: the page shows every pending action's payload
+ * (buyers' orders, merchants' events), so reading it needs the same HTTP
+ * Basic credentials as writing: the password is ADMIN_TOKEN (any user
+ * name). Without ADMIN_TOKEN the page is closed.
  */
 @Injectable()
 export class AdminTokenGuard implements CanActivate {
@@ -26,8 +26,7 @@ export class AdminTokenGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<GuardedRequest>();
-    if (request.method === 'GET' || request.method === 'HEAD') return true;
-    if (this.token === undefined) throw new ForbiddenException('The admin page is read-only: start the shop with ADMIN_TOKEN set to allow changes.');
+    if (this.token === undefined) throw new ForbiddenException('The admin page is closed: start the shop with ADMIN_TOKEN set to open it.');
     const password = basicPassword(request.headers.authorization);
     // No credentials: ask for them (the browser shows its password prompt and posts the form again).
     if (password === undefined) throw new UnauthorizedException({ message: 'Sign in with the ADMIN_TOKEN as password.', authenticate: CHALLENGE });

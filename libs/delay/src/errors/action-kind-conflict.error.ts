@@ -1,4 +1,5 @@
 import { DelayError } from './delay.error';
+import { quoteInput } from '../utils/quote-input';
 
 /**
  * `collect` on a key that has a single action pending, or `schedule`,
@@ -13,6 +14,6 @@ export class ActionKindConflictError extends DelayError {
     readonly key: string,
     pending: 'action' | 'batch',
   ) {
-    super(`Key "${key}" of topic "${topic}" already has ${pending === 'batch' ? 'an open batch (from collect)' : 'a single action (from schedule)'} pending; use another key or topic for the other kind`);
+    super(`Key ${quoteInput(key)} of topic ${quoteInput(topic)} already has ${pending === 'batch' ? 'an open batch (from collect)' : 'a single action (from schedule)'} pending; use another key or topic for the other kind`);
   }
 }

@@ -1,4 +1,5 @@
 import { DelayError } from './delay.error';
+import { quoteInput } from '../utils/quote-input';
 
 /** Two @OnDelayExpired handlers for one topic: a topic has exactly one handler per application. */
 export class DuplicateHandlerError extends DelayError {
@@ -9,6 +10,6 @@ export class DuplicateHandlerError extends DelayError {
     readonly first: string,
     readonly second: string,
   ) {
-    super(`Topic "${topic}" has two @OnDelayExpired handlers: ${first} and ${second}. A topic has one handler; remove one or give it another topic.`);
+    super(`Topic ${quoteInput(topic)} has two @OnDelayExpired handlers: ${first} and ${second}. A topic has one handler; remove one or give it another topic.`);
   }
 }

@@ -65,7 +65,7 @@ export class DelayHealthIndicator {
         problems.push(`${topic.topic}: lag ${topic.lagMs} ms is over ${thresholds.maxLagMs} ms`);
       }
     }
-    const details = { driver: health.driver, roundTripMs: health.roundTripMs, topics };
+    const details = { driver: health.driver, roundTripMs: health.roundTripMs, topics, ...(health.warnings?.length ? { warnings: health.warnings } : {}) };
     return problems.length === 0 ? session.up(details) : session.down({ ...details, reason: problems.join('; ') });
   }
 }

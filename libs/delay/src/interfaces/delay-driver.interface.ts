@@ -30,7 +30,7 @@ export interface DelayDriver {
   /** Moves an existing action, keeping its payload. Null if there is none. */
   reschedule(command: RescheduleCommand): Promise<StoredAction | null>;
   get(topic: string, key: string): Promise<StoredAction | null>;
-  /** Running actions first, then waiting ones by due time, then key (code point order). */
+  /** Running actions first, then waiting ones by due time, then key (code point order); of a batch, only its first LISTED_BATCH_ITEMS items, and its size. */
   list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]>;
   count(topic: string): Promise<number>;
 
@@ -50,6 +50,8 @@ export interface DelayDriver {
   close(): Promise<void>;
   /** Optional: tells `listener` when the store came back without its data (Redis restarted empty, failover). */
   onStoreReset?(listener: (detail: string) => void): void;
+  /** Optional: tells `listener` (at once if it is already known) that the store may delete keys to make room (Redis maxmemory-policy other than noeviction). */
+  onStoreEvicting?(listener: (detail: string) => void): void;
 
   // Operations. Optional, so a custom driver written before them still
   // compiles and runs; DelayService refuses a call its driver lacks with
@@ -105,8 +107,10 @@ export interface StoredAction {
   readonly topic: string;
   readonly key: string;
   readonly payload: string | undefined;
-  /** For a batch: its items as JSON texts, in arrival order. */
+  /** For a batch: its items as JSON texts, in arrival order (from `list`, only the first LISTED_BATCH_ITEMS). */
   readonly items?: readonly string[];
+  /** For a batch: how many items it holds. */
+  readonly size?: number;
   readonly dueAt: number;
   readonly attempt: number;
   readonly state: ActionState;
@@ -145,6 +149,12 @@ export interface CollectCommand {
   readonly slide: boolean;
   /** The batch is due at once, and closed, when it holds this many items. */
   readonly maxItems: number;
+  /**
+   * An item that would take an open batch past this many bytes (see
+   * batchItemBytes) is refused with BatchTooLargeError and nothing changes;
+   * the item that opens a batch is always taken. Undefined for no cap.
+   */
+  readonly maxBytes?: number;
   /** W3C traceparent of the code that opened the batch (later items keep the first one's). */
   readonly trace?: string;
   readonly transaction?: DriverTransaction;

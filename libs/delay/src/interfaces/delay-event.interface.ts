@@ -13,7 +13,9 @@ export type DelayEventType =
   | 'paused'
   | 'resumed'
   /** Redis came back without its data (topic '*', key ''): actions pending before may be lost. */
-  | 'storeReset';
+  | 'storeReset'
+  /** At startup: Redis's maxmemory-policy lets it delete keys when full, pending actions included (topic '*', key ''); `error` says which policy. */
+  | 'storeEvicting';
 
 /** One thing that happened to an action, as `DelayService.events$` reports it. */
 export interface DelayEvent {
@@ -24,7 +26,7 @@ export interface DelayEvent {
   readonly at: Date;
   readonly attempt?: number;
   readonly dueAt?: Date;
-  /** The handler's error message, on failed / retrying / dead / timedOut; what was seen, on storeReset. */
+  /** The handler's error message, on failed / retrying / dead / timedOut; what was seen, on storeReset and storeEvicting. */
   readonly error?: string;
   /** For a batch: how many items it holds. */
   readonly size?: number;

@@ -20,6 +20,8 @@ export interface DelayHealth {
   readonly roundTripMs: number;
   /** The topics consumed here, and (wheel) every other topic with actions. */
   readonly topics: TopicHealth[];
+  /** Settings of the store that put actions at risk (e.g. a Redis maxmemory-policy that evicts keys); absent when there is none. */
+  readonly warnings?: readonly string[];
 }
 
 /** What a driver reports; DelayService adds the driver's name. */

@@ -83,6 +83,13 @@ export interface DelayModuleOptions {
   readonly maxPayloadBytes?: number;
   /** Most items in one batch (collect). Default 1000. */
   readonly maxBatchItems?: number;
+  /**
+   * Largest batch (collect), in bytes: its items' JSON plus a few bytes of
+   * framing per item. An item that would take an open batch past it is
+   * refused with BatchTooLargeError. Default 4 MiB (4194304), or
+   * maxPayloadBytes if that is larger; at least maxPayloadBytes.
+   */
+  readonly maxBatchBytes?: number;
   /** How far in the past an absolute `at` may be (it then fires at once). Default '1d'. */
   readonly maxPast?: Duration;
   /** How long shutdown waits for running handlers. Default '10s'. */

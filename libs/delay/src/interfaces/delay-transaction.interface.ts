@@ -1,4 +1,10 @@
-/** Rows as a SQL client returns them: one object per row, column name to value. */
+/**
+ * Rows as a SQL client returns them: one object per row, column name to
+ * value. Values are as that client parses them, and clients differ (a
+ * bigint is a string with pg and knex, a BigInt with Prisma; a timestamp is
+ * a Date with pg, a string with Drizzle): a driver that must read a value
+ * the same way on every client selects it as text or a plain number.
+ */
 export type SqlRows = ReadonlyArray<Record<string, unknown>>;
 
 /**
@@ -25,6 +31,14 @@ export interface DelayTransactionAdapter<TTransaction = unknown> {
   readonly name: string;
   /** True when `transaction` is an object this adapter can run SQL on. */
   matches(transaction: unknown): transaction is TTransaction;
+  /**
+   * Optional: throws when the object, though recognised, cannot take the
+   * write: a pool, or a client known to be outside any transaction (it
+   * would commit on its own), or connected to another database. Called
+   * when a write binds the transaction, before anything is written.
+   * Throw TransactionNotActiveError or UnsupportedTransactionClientError.
+   */
+  check?(transaction: TTransaction): void;
   /** Runs one statement (`$1, $2, ...` placeholders; translate them if your client wants others) and resolves its rows. */
   query(transaction: TTransaction, sql: string, params: readonly unknown[]): Promise<SqlRows>;
 }

@@ -6,8 +6,13 @@ export interface PendingAction<TPayload = unknown, TItem = unknown> {
   readonly topic: string;
   readonly key: string;
   readonly payload: TPayload | undefined;
-  /** Set for a batch (from collect): its items so far, in arrival order. */
+  /**
+   * Set for a batch (from collect): its items so far, in arrival order.
+   * `list` shows only the first 10 (LISTED_BATCH_ITEMS); `get` shows all.
+   */
   readonly items?: TItem[];
+  /** Set for a batch: how many items it holds (more than `items` shows, in a listing of a large batch). */
+  readonly size?: number;
   readonly dueAt: Date;
   /** The attempt its next (or current) run is: 1 for a first run. */
   readonly attempt: number;
@@ -24,7 +29,10 @@ export interface DeadAction<TPayload = unknown, TItem = unknown> {
   readonly key: string;
   readonly payload: TPayload | undefined;
   readonly dueAt: Date;
+  /** For a batch: its items; `listDead` shows only the first 10 (LISTED_BATCH_ITEMS). */
   readonly items?: TItem[];
+  /** For a batch: how many items it holds. */
+  readonly size?: number;
   readonly attempts: number;
   readonly error: string;
   readonly diedAt: Date;

@@ -7,6 +7,7 @@ import { DELAY_TELEMETRY_OPTIONS } from './delay-telemetry.constants';
 import { DelayTelemetryOptions, ResolvedDelayTelemetryOptions } from './delay-telemetry-options.interface';
 import { OpenTelemetryTracePropagator } from './open-telemetry-trace.propagator';
 import { hasTracerProvider } from './sdk-presence';
+import { quoteInput } from '../utils/quote-input';
 
 /**
  * Metrics and traces of DelayModule through the OpenTelemetry API. Import it
@@ -40,7 +41,7 @@ function resolveTelemetryOptions(options: DelayTelemetryOptions): ResolvedDelayT
   const problems: string[] = [];
   if (typeof options !== 'object' || options === null) throw new InvalidDelayOptionsError('DelayTelemetryModule options', ['options must be an object']);
   for (const flag of ['metrics', 'traces'] as const) {
-    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') problems.push(`${flag} must be true or false, got ${String(options[flag])}`);
+    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') problems.push(`${flag} must be true or false, got ${quoteInput(options[flag])}`);
   }
   const name = options.instrumentationName ?? 'nestjs-delay';
   if (typeof name !== 'string' || name.trim() === '') problems.push('instrumentationName must be a non-empty string');

@@ -11,7 +11,9 @@ import { BUILT_IN_TRANSACTION_ADAPTERS } from './built-in-adapters';
  * - a transaction for a driver that cannot join one (its writes would not
  *   roll back with the caller's: silently ignoring it is the bug this
  *   prevents);
- * - an object no adapter recognises.
+ * - an object no adapter recognises;
+ * - an object an adapter recognises but cannot write through (its
+ *   `check`): a pool, a client known to be outside any transaction.
  * `null` opts out of the ambient transaction; `undefined` means "the ambient
  * one, if any".
  */
@@ -35,11 +37,12 @@ export class TransactionBinder {
     for (const adapter of this.adapters) {
       if (adapter.matches(transaction)) return bindTo(adapter, transaction);
     }
-    throw new UnknownTransactionError(describe(transaction), this.adapters.map((adapter) => adapter.name));
+    throw new UnknownTransactionError(describe(transaction), [...new Set(this.adapters.map((adapter) => adapter.name))]);
   }
 }
 
 function bindTo<T>(adapter: DelayTransactionAdapter<T>, transaction: T): DriverTransaction {
+  adapter.check?.(transaction);
   return { adapter: adapter.name, query: (sql, params) => adapter.query(transaction, sql, params) };
 }
 

@@ -6,6 +6,7 @@ import { DueSpec } from '../interfaces/delay-driver.interface';
 import { CollectOptions, DueTime, IfExists } from '../interfaces/schedule-options.interface';
 import { PageRequest } from '../interfaces/pending-action.interface';
 import { parseDuration } from '../time/duration';
+import { quoteInput } from '../utils/quote-input';
 
 export const MAX_TOPIC_LENGTH = 100;
 export const MAX_KEY_LENGTH = 512;
@@ -78,7 +79,7 @@ export function toDueSpec(options: Partial<DueTime> | undefined): DueSpec {
   if (at === undefined) throw new InvalidScheduleOptionsError('a due time is required: give delay (e.g. "30m") or at (a Date or epoch ms)');
   const atMs = at instanceof Date ? at.getTime() : at;
   if (typeof atMs !== 'number' || !Number.isFinite(atMs)) {
-    throw new InvalidScheduleOptionsError(`at must be a valid Date or epoch milliseconds, got ${String(at)}`);
+    throw new InvalidScheduleOptionsError(`at must be a valid Date or epoch milliseconds, got ${quoteInput(at instanceof Date ? String(at) : at)}`);
   }
   return { atMs };
 }
@@ -107,7 +108,7 @@ export function toCollectSpec(options: CollectOptions | undefined, horizonMs: nu
   if (windowMs > horizonMs) throw new InvalidDurationError(options.window, "beyond the driver's horizon");
   const maxItems = options.maxItems ?? maxBatchItems;
   if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > maxBatchItems) {
-    throw new InvalidScheduleOptionsError(`maxItems must be a whole number from 1 to ${maxBatchItems} (option maxBatchItems), got ${String(options.maxItems)}`);
+    throw new InvalidScheduleOptionsError(`maxItems must be a whole number from 1 to ${maxBatchItems} (option maxBatchItems), got ${quoteInput(options.maxItems)}`);
   }
   if (options.slide !== undefined && typeof options.slide !== 'boolean') throw new InvalidScheduleOptionsError('slide must be true or false');
   const slide = options.slide ?? false;
@@ -125,15 +126,15 @@ export function toCollectSpec(options: CollectOptions | undefined, horizonMs: nu
 export function validateIfExists(value: unknown): IfExists {
   if (value === undefined) return 'replace';
   if (value === 'replace' || value === 'keep') return value;
-  throw new InvalidScheduleOptionsError(`ifExists must be 'replace' or 'keep', got ${JSON.stringify(value)}`);
+  throw new InvalidScheduleOptionsError(`ifExists must be 'replace' or 'keep', got ${quoteInput(value)}`);
 }
 
 export function validatePage(page: PageRequest | undefined): Required<PageRequest> {
   const offset = page?.offset ?? 0;
   const limit = page?.limit ?? DEFAULT_PAGE_LIMIT;
-  if (!Number.isInteger(offset) || offset < 0) throw new InvalidScheduleOptionsError(`offset must be a whole number >= 0, got ${offset}`);
+  if (!Number.isInteger(offset) || offset < 0) throw new InvalidScheduleOptionsError(`offset must be a whole number >= 0, got ${quoteInput(offset)}`);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
-    throw new InvalidScheduleOptionsError(`limit must be a whole number from 1 to ${MAX_PAGE_LIMIT}, got ${limit}`);
+    throw new InvalidScheduleOptionsError(`limit must be a whole number from 1 to ${MAX_PAGE_LIMIT}, got ${quoteInput(limit)}`);
   }
   return { offset, limit };
 }

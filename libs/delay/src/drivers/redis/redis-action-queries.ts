@@ -1,5 +1,6 @@
 import { StoredAction, StoredDeadAction } from '../../interfaces/delay-driver.interface';
 import { PageRequest } from '../../interfaces/pending-action.interface';
+import { LISTED_BATCH_ITEMS } from '../../delay.constants';
 import { RedisConnection } from './redis-connection';
 import { parseDeadRecord, toStoredAction } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
@@ -41,7 +42,7 @@ export class RedisActionQueries {
   }
 
   private async listShard(topic: string, keys: TopicKeys, page: Required<PageRequest>): Promise<StoredAction[]> {
-    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active, keys.paused], [page.offset, page.limit, keys.itemsPrefix]);
+    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active, keys.paused], [page.offset, page.limit, keys.itemsPrefix, LISTED_BATCH_ITEMS]);
     // The first element says whether the topic is paused; then four per action.
     const paused = Number(reply[0]) === 1;
     const actions: StoredAction[] = [];

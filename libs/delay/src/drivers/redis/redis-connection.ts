@@ -5,6 +5,7 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { RedisReplicatedWriter } from './redis-replicated-writer';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
+import { RedisSocketWatch } from './redis-socket-watch';
 
 export type RedisClient = Redis | Cluster;
 type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
@@ -20,8 +21,9 @@ export interface RedisConnectionSettings {
  * Fail fast while Redis is away: a call is rejected at once with a
  * DriverUnavailableError instead of waiting in a queue, and a command lost
  * with its connection is not silently re-sent later (it may have run: the
- * caller decides). What these settings cannot promise (a command dropped by
- * a reconnect without ever settling, a silent peer) the time bound covers.
+ * caller decides). ioredis drops such a command at the next reconnect
+ * without settling it: RedisSocketWatch fails it when its socket closes.
+ * A silent peer (no close) is what the time bound covers.
  */
 const FAIL_FAST: RedisOptions = {
   enableOfflineQueue: false,
@@ -52,6 +54,8 @@ export class RedisConnection {
   private pendingSends: () => void = () => undefined;
   /** The sockets corked in this tick, uncorked at its end; undefined when none is. */
   private corked: Array<{ uncork(): void }> | undefined;
+  /** Fails the calls in flight on the client's socket when it closes, instead of at the time bound. */
+  private readonly watch: RedisSocketWatch;
 
   constructor(
     source: { url?: string; options?: object; client?: object },
@@ -68,6 +72,7 @@ export class RedisConnection {
     // ioredis logs unhandled 'error' events loudly; the driver reports failures through its calls instead.
     // A client the user gave stays as they set it up, their own listeners included.
     if (this.owned) this.client.on('error', () => undefined);
+    this.watch = new RedisSocketWatch(this.client);
     for (const script of Object.values(REDIS_SCRIPTS)) {
       this.client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua });
     }
@@ -131,7 +136,7 @@ export class RedisConnection {
   /** Runs a script that only reads or that the consumer retries by itself. */
   run<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
     this.pendingSends();
-    return this.bounded(name, this.send(REDIS_SCRIPTS[name].command, keys, args) as Promise<T>);
+    return this.bounded(name, this.watch.track(name, this.send(REDIS_SCRIPTS[name].command, keys, args) as Promise<T>));
   }
 
   /**
@@ -193,7 +198,7 @@ export class RedisConnection {
     } catch (error) {
       return Promise.reject(this.toError(what, error));
     }
-    return this.bounded(what, sent);
+    return this.bounded(what, this.watch.track(what, sent));
   }
 
   async close(): Promise<void> {
@@ -201,8 +206,9 @@ export class RedisConnection {
     this.pendingSends();
     this.closed = true;
     this.writer?.close();
-    if (!this.owned) return;
-    await this.bounded('quit', this.client.quit()).catch(() => this.client.disconnect());
+    if (this.owned) await this.bounded('quit', this.client.quit()).catch(() => this.client.disconnect());
+    // A client the user gave is left as it was found: without the driver's listener.
+    this.watch.stop();
   }
 
   /**

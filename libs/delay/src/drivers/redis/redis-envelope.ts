@@ -23,6 +23,11 @@ export function parseItems(text: string): string[] {
   return items;
 }
 
+/** How many items a batch holds, from its envelope payload "#count|openedAt". */
+function batchSize(payload: string | undefined): number {
+  return Number.parseInt((payload ?? '#0').slice(1), 10);
+}
+
 /**
  * An action as the scripts store it: "token|attempt|dueAt|payload", token and
  * dueAt in base 36, payload empty for none; for a batch "#count|openedAt",
@@ -76,6 +81,7 @@ export function toStoredAction(topic: string, member: string, text: string, runn
     key: keyOfMember(member),
     payload: batch ? undefined : envelope.payload,
     items: batch ? parseItems(items) : undefined,
+    size: batch ? batchSize(envelope.payload) : undefined,
     dueAt: envelope.dueAt,
     attempt: envelope.attempt,
     state: running ? 'running' : 'waiting',

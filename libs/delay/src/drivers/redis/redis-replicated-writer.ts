@@ -1,5 +1,6 @@
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
+import { RedisSocketWatch } from './redis-socket-watch';
 import type { Cluster, Redis } from 'ioredis';
 
 /** What the writer needs of the command connection (which owns it). */
@@ -31,6 +32,8 @@ interface PendingWrite {
  */
 export class RedisReplicatedWriter {
   private client: Redis | Cluster | undefined;
+  /** Fails the writes in flight on the writer's socket when it closes (see RedisSocketWatch). */
+  private watch: RedisSocketWatch | undefined;
   /** Per topic (one hash tag, so one Cluster slot: a pipeline may only span one), the writes of this tick. */
   private batches = new Map<string, PendingWrite[]>();
   private flushQueued = false;
@@ -47,6 +50,7 @@ export class RedisReplicatedWriter {
       client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua });
     }
     this.client = client;
+    this.watch = new RedisSocketWatch(client);
   }
 
   write<T>(name: RedisScriptName, keys: string[], args: Array<string | number>): Promise<T> {
@@ -66,6 +70,8 @@ export class RedisReplicatedWriter {
   }
 
   close(): void {
+    this.watch?.stop();
+    this.watch = undefined;
     this.client?.disconnect();
     this.client = undefined;
   }
@@ -90,7 +96,8 @@ export class RedisReplicatedWriter {
     let replies: PipelineReply;
     try {
       // WAIT may take up to its own timeout: the bound covers both. A slow WAIT is expected here, so no reconnect on timeout.
-      replies = await this.connection.bounded(what, pipeline.exec(), this.timeoutMs, false);
+      const exec = pipeline.exec();
+      replies = await this.connection.bounded(what, this.watch ? this.watch.track(what, exec) : exec, this.timeoutMs, false);
     } catch (error) {
       for (const write of batch) write.reject(error instanceof Error ? error : new DriverUnavailableError(String(error)));
       return;

@@ -9,10 +9,26 @@ import { RedisConnection } from './redis-connection';
 import { isBatchEnvelope, keyOfMember, parseEnvelope, parseItems } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
 import { ClaimBudget } from './redis-claim-budget';
+import { quoteInput } from '../../utils/quote-input';
 
 /** How long to wait before trying Redis again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
+}
+
+/**
+ * The lease a claim gives what it takes, until the first renewal brings it
+ * to `lease`: long enough for this instance to ask again for a claim whose
+ * reply was lost before that lease runs out, whatever `lease` is. A reply
+ * lost with a socket that closed is asked for again as soon as the client
+ * has reconnected; one lost on a socket that stays silent, once the claim's
+ * time bound has passed, then a PING's (the dead socket is then replaced),
+ * then a reconnect (the extra second). Asked again in time, the claim hands
+ * back what it took, same attempt; too late, the actions come back as a new
+ * attempt and, on their last one, go to the dead set without running.
+ */
+export function firstLeaseMs(leaseMs: number, commandTimeoutMs: number): number {
+  return Math.max(leaseMs, 2 * commandTimeoutMs + 1_000);
 }
 
 export interface TopicConsumerSettings {
@@ -153,7 +169,7 @@ export class RedisTopicConsumer {
       reply = await this.connection.run<Array<string | number>>(
         'claim',
         [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused],
-        [Math.max(0, limit), leaseMs, keys.itemsPrefix],
+        [Math.max(0, limit), firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix],
       );
       this.failures = 0;
       this.claimId = undefined;
@@ -180,7 +196,7 @@ export class RedisTopicConsumer {
           this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
         } catch (error) {
           // Data no version of this driver wrote: say so, and keep the topic going (its lease expires, then it ends dead).
-          this.logger.error(`Cannot run "${this.settings.topic}" / "${String(reply[n])}": ${describeError(error)}`);
+          this.logger.error(`Cannot run ${quoteInput(this.settings.topic)} / ${quoteInput(String(reply[n]))}: ${describeError(error)}`);
           this.settings.budget.give(1);
         }
       }
@@ -220,7 +236,7 @@ export class RedisTopicConsumer {
     this.failures++;
     const delay = retryDelay(this.failures);
     if (this.failures === 1 || this.failures % 20 === 0) {
-      this.logger.warn(`Claiming "${this.settings.topic}" failed (${describeError(error)}); retrying`);
+      this.logger.warn(`Claiming ${quoteInput(this.settings.topic)} failed (${describeError(error)}); retrying`);
     }
     this.armAt(Date.now() + this.clockSkew.value + delay);
   }
@@ -282,7 +298,7 @@ export class RedisTopicConsumer {
 
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { keys } = this.settings;
-    const what = `"${this.settings.topic}" / "${delivery.key}"`;
+    const what = `${quoteInput(this.settings.topic)} / ${quoteInput(delivery.key)}`;
     if (outcome.kind === 'completed') return this.ack(member, delivery.token);
     if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq], [member, delivery.token, outcome.delayMs, keys.wake], what);
     return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [member, delivery.token, outcome.error, keys.itemsPrefix], what);
@@ -301,7 +317,7 @@ export class RedisTopicConsumer {
         this.acks = [];
         this.ackFlush = undefined;
         const { keys } = this.settings;
-        return this.record('complete', [keys.env, keys.active], [keys.itemsPrefix, ...pairs], `${pairs.length / 2} completed run(s) of "${this.settings.topic}"`);
+        return this.record('complete', [keys.env, keys.active], [keys.itemsPrefix, ...pairs], `${pairs.length / 2} completed run(s) of ${quoteInput(this.settings.topic)}`);
       });
     }
     return this.ackFlush;

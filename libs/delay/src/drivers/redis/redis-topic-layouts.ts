@@ -3,6 +3,10 @@ import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { layoutRegistryKey, topicKeys } from './redis-keys';
 import { TopicLayout } from './redis-topic-layout';
+import { quoteInput } from '../../utils/quote-input';
+
+/** Most views of topics that are only read (never armed nor consumed here) held at once. */
+export const MAX_READ_VIEWS = 256;
 
 /** The layouts of a topic this instance knows of: its own, and those other instances may still fill or that still hold actions. */
 export interface LayoutView {
@@ -27,11 +31,23 @@ export interface LayoutView {
  * forgotten, and from then on per-key calls cost one round trip again. The
  * one-shard layout is also known while it holds anything, since versions
  * without shards kept no registry.
+ *
+ * Only the topics this instance arms or consumes are kept and refreshed
+ * every check period. A topic that is only read (count, list, get, cancel,
+ * isPaused...) gets a view that is used for one check period and then
+ * loaded again on the next read; at most MAX_READ_VIEWS such views are
+ * held (least recently used go first), and none is ever refreshed by the
+ * timer, so reading many topics leaves neither memory nor idle Redis calls
+ * behind.
  */
 export class RedisTopicLayouts {
   private readonly logger = new Logger(RedisTopicLayouts.name);
+  /** Views of the topics this instance announces for, refreshed every check period. */
   private readonly views = new Map<string, LayoutView>();
+  /** Views of topics only read here, oldest use first; each is good until `until` (ms, performance.now()). */
+  private readonly readViews = new Map<string, { readonly view: LayoutView; readonly until: number }>();
   private readonly loading = new Map<string, Promise<LayoutView>>();
+  /** Layouts of the announced topics, by count and topic (built once: views are compared by identity). */
   private readonly layouts = new Map<string, TopicLayout>();
   /** Topics this instance armed or consumes: it announces its count for them. */
   private readonly announcing = new Set<string>();
@@ -44,15 +60,22 @@ export class RedisTopicLayouts {
     /** This instance's shard count for a topic. */
     readonly countOf: (topic: string) => number,
     private readonly staleAfterMs: number,
+    /** How long a view of a topic only read is used before it is loaded again. */
+    private readonly readViewMs: number,
     /** Told when a topic's set of layouts changed after the first load. */
     private readonly onChange: (topic: string, view: LayoutView, previous: LayoutView) => void,
     /** Told once per topic, before the first call on it proceeds, when other layouts exist (e.g. to carry a pause over). */
     private readonly onFirstLoad: (topic: string, view: LayoutView) => Promise<void> = () => Promise.resolve(),
   ) {}
 
-  /** The known layouts of a topic, if they were loaded (for reading). */
+  /** The known layouts of a topic, if they were loaded (for reading) and, for a topic only read, lately. */
   view(topic: string): LayoutView | undefined {
-    return this.views.get(topic);
+    return this.views.get(topic) ?? this.freshReadView(topic);
+  }
+
+  /** How many topics' views are held: those announced for, and (bounded) those only read. */
+  get size(): { readonly announced: number; readonly read: number } {
+    return { announced: this.views.size, read: this.readViews.size };
   }
 
   /** The known layouts of a topic, if they were loaded and this instance's count announced (for arming). */
@@ -61,15 +84,20 @@ export class RedisTopicLayouts {
   }
 
   /**
-   * Loads (once) and returns a topic's layouts; from then on they are
-   * refreshed every check period. With `announce` (before arming or
-   * consuming), this instance's count is announced first.
+   * Loads and returns a topic's layouts. With `announce` (before arming or
+   * consuming), this instance's count is announced first, and the view is
+   * kept and refreshed every check period; without, a view of a topic only
+   * read is used for one check period (bounded, see MAX_READ_VIEWS).
    */
   load(topic: string, announce = false): Promise<LayoutView> {
     const announceNow = announce && !this.announcing.has(topic);
     if (announceNow) this.announcing.add(topic);
-    const known = this.views.get(topic);
-    if (known && !announceNow) return Promise.resolve(known);
+    const kept = this.views.get(topic);
+    if (kept && !announceNow) return Promise.resolve(kept);
+    const known = kept ?? this.readViews.get(topic)?.view;
+    // Arming waits for the kept view: a view made for reading is not announced.
+    const read = announce ? undefined : this.freshReadView(topic);
+    if (read) return Promise.resolve(read);
     const inFlight = announceNow ? undefined : this.loading.get(topic);
     if (inFlight) return inFlight;
     const loading: Promise<LayoutView> = this.refresh(topic)
@@ -84,8 +112,9 @@ export class RedisTopicLayouts {
     return loading;
   }
 
-  /** The layout of a topic for one count (cached: its keys are built once). */
+  /** The layout of a topic for one count (cached for an announced topic: its keys are built once). */
   layout(topic: string, count: number): TopicLayout {
+    if (!this.announcing.has(topic)) return new TopicLayout(this.prefix, topic, count);
     const id = `${count}|${topic}`;
     let layout = this.layouts.get(id);
     if (!layout) this.layouts.set(id, (layout = new TopicLayout(this.prefix, topic, count)));
@@ -107,7 +136,7 @@ export class RedisTopicLayouts {
     this.refreshing = true;
     try {
       for (const topic of this.views.keys()) {
-        await this.refresh(topic).catch((error: unknown) => this.logger.debug(`Shard layouts of "${topic}" not refreshed: ${describeError(error)}`));
+        await this.refresh(topic).catch((error: unknown) => this.logger.debug(`Shard layouts of ${quoteInput(topic)} not refreshed: ${describeError(error)}`));
       }
     } finally {
       this.refreshing = false;
@@ -128,7 +157,7 @@ export class RedisTopicLayouts {
       if (count === own || counts.has(count)) continue;
       const stale = now - Number(reply[n + 1]) > this.staleAfterMs;
       if (stale && (await this.isEmpty(topic, count, oneShardHolds)) && (await this.connection.run<number>('retireLayout', [registry], [count, this.staleAfterMs])) === 1) {
-        this.logger.log(`"${topic}": no instance uses ${count} shard(s) any more and they are empty; they are no longer consumed`);
+        this.logger.log(`${quoteInput(topic)}: no instance uses ${count} shard(s) any more and they are empty; they are no longer consumed`);
         continue;
       }
       counts.add(count);
@@ -137,10 +166,34 @@ export class RedisTopicLayouts {
     const current = this.layout(topic, own);
     const others = [...counts].sort((a, b) => a - b).map((count) => this.layout(topic, count));
     const view: LayoutView = { current, others, all: [current, ...others] };
+    if (!this.announcing.has(topic)) return this.keepForReading(topic, view);
+    this.readViews.delete(topic);
     const previous = this.views.get(topic);
     if (previous && sameLayouts(previous, view)) return previous;
     this.views.set(topic, view);
     if (previous) this.onChange(topic, view, previous);
+    return view;
+  }
+
+  /** A view of a topic only read, if it is recent enough (marked as just used). */
+  private freshReadView(topic: string): LayoutView | undefined {
+    const entry = this.readViews.get(topic);
+    if (!entry) return undefined;
+    this.readViews.delete(topic);
+    if (performance.now() > entry.until) return undefined;
+    this.readViews.set(topic, entry);
+    return entry.view;
+  }
+
+  /** Holds the view of a topic only read for one check period, dropping the least recently used past MAX_READ_VIEWS. */
+  private keepForReading(topic: string, view: LayoutView): LayoutView {
+    this.readViews.delete(topic);
+    this.readViews.set(topic, { view, until: performance.now() + this.readViewMs });
+    while (this.readViews.size > MAX_READ_VIEWS) {
+      const oldest = this.readViews.keys().next().value;
+      if (oldest === undefined) break;
+      this.readViews.delete(oldest);
+    }
     return view;
   }
 

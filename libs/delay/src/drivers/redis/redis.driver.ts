@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
+import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import {
   CollectCommand,
   CollectResult,
@@ -21,6 +22,7 @@ import { InFlightTracker } from '../in-flight-tracker';
 import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { RedisEpochWatch } from './redis-epoch-watch';
+import { RedisEvictionPolicy } from './redis-eviction-policy';
 import { keyOfMember, storableTrace, toStoredAction } from './redis-envelope';
 import { TopicKeys } from './redis-keys';
 import { RedisTopicConsumer } from './redis-topic-consumer';
@@ -33,6 +35,7 @@ import { RedisTopicControl } from './redis-topic-control';
 import { dueArgs, refusal, RedisScheduler } from './redis-scheduler';
 import { DriverHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
+import { quoteInput } from '../../utils/quote-input';
 
 type Reply = Array<string | number>;
 
@@ -69,6 +72,8 @@ export class RedisDriver implements DelayDriver {
   private readonly control: RedisTopicControl;
   private readonly scheduler: RedisScheduler;
   private readonly storeResetListeners: Array<(detail: string) => void> = [];
+  /** What the startup check found wrong with Redis's maxmemory-policy, if anything. */
+  private evicting: string | undefined;
   private subscriber: RedisWakeSubscriber | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private epochTimer: NodeJS.Timeout | undefined;
@@ -99,6 +104,7 @@ export class RedisDriver implements DelayDriver {
       this.prefix,
       (topic) => topicShards[topic] ?? shards,
       staleAfterMs,
+      this.wakeCheckMs,
       (topic, view, previous) => this.layoutsChanged(topic, view, previous),
       (topic, view) => this.carryPauseOver(topic, view),
     );
@@ -119,9 +125,20 @@ export class RedisDriver implements DelayDriver {
   async connect(): Promise<void> {
     await this.connection.connect();
     await this.epochWatch.check();
+    this.evicting = await new RedisEvictionPolicy(this.connection).check();
     this.epochTimer = setInterval(() => void this.epochWatch.check(), this.wakeCheckMs);
     this.epochTimer.unref();
     this.layouts.start(this.wakeCheckMs);
+  }
+
+  /** Told (at once, if connect already found it) when Redis may evict keys, pending actions included (see RedisEvictionPolicy). */
+  onStoreEvicting(listener: (detail: string) => void): void {
+    if (this.evicting !== undefined) listener(this.evicting);
+  }
+
+  /** How many topics' shard layouts this instance holds: those it arms or consumes, and (bounded) those it only read lately. */
+  get knownTopics(): { readonly announced: number; readonly read: number } {
+    return this.layouts.size;
   }
 
   /** Told when Redis comes back without its data (see RedisEpochWatch). */
@@ -202,10 +219,11 @@ export class RedisDriver implements DelayDriver {
     const reply = await this.connection.write<Reply>(
       'collect',
       [keys.due, keys.env, keys.active, keys.seq],
-      [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix, storableTrace(command.trace)],
+      [command.key, command.item, command.windowMs, command.maxWaitMs ?? -1, command.slide ? '1' : '0', command.maxItems, keys.wake, keys.itemsPrefix, storableTrace(command.trace), command.maxBytes ?? -1],
     );
     const status = Number(reply[0]);
     if (status === -3) throw new ActionKindConflictError(command.topic, command.key, 'action');
+    if (status === -4) throw new BatchTooLargeError(command.topic, command.key, Number(reply[2]), command.maxBytes ?? 0);
     this.clockSkew.value = Number(reply[3]) - Date.now();
     return { size: Number(reply[1]), dueAt: Number(reply[2]), outcome: status === 1 ? 'opened' : status === 2 ? 'joined' : 'flushed' };
   }
@@ -279,7 +297,9 @@ export class RedisDriver implements DelayDriver {
   health(): Promise<DriverHealth> {
     const alive = new Map<string, boolean>();
     for (const topicConsumer of this.consumers.values()) alive.set(topicConsumer.topic, (alive.get(topicConsumer.topic) ?? true) && topicConsumer.alive);
-    return this.control.health(Array.from(alive, ([topic, consumerAlive]) => ({ topic, alive: consumerAlive })));
+    const health = this.control.health(Array.from(alive, ([topic, consumerAlive]) => ({ topic, alive: consumerAlive })));
+    const evicting = this.evicting;
+    return evicting === undefined ? health : health.then((found) => ({ ...found, warnings: [evicting] }));
   }
 
   // ---- one shard -------------------------------------------------------
@@ -387,7 +407,7 @@ export class RedisDriver implements DelayDriver {
     const marks = await Promise.all(view.others.map((layout) => this.connection.call('EXISTS', (client) => client.exists(layout.shards[0].paused))));
     if (!marks.includes(1)) return;
     await Promise.all(view.current.shards.map((keys) => this.connection.write<number>('pause', [keys.paused], [])));
-    this.logger.log(`"${topic}" is paused under another shard count: paused under ${view.current.count} shard(s) too`);
+    this.logger.log(`${quoteInput(topic)} is paused under another shard count: paused under ${view.current.count} shard(s) too`);
   }
 
   /** Consumers for the shards of one layout of a topic consumed here. */
@@ -415,7 +435,7 @@ export class RedisDriver implements DelayDriver {
   private layoutsChanged(topic: string, view: LayoutView, previous: LayoutView): void {
     for (const layout of view.all) {
       if (previous.all.includes(layout)) continue;
-      this.logger.log(`"${topic}": actions under ${layout.count} shard(s) are consumed here too`);
+      this.logger.log(`${quoteInput(topic)}: actions under ${layout.count} shard(s) are consumed here too`);
       for (const topicConsumer of this.consume(topic, layout)) {
         this.subscriber?.listen(topicConsumer.keys.wake, (dueAt) => topicConsumer.wake(dueAt));
         topicConsumer.kick();
@@ -482,7 +502,7 @@ export class RedisDriver implements DelayDriver {
         this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
         return 0;
       });
-    this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back to Redis`);
+    this.logger.warn(`Shutdown timed out: ${released} running action(s) of ${quoteInput(topicConsumer.topic)} handed back to Redis`);
   }
 }
 

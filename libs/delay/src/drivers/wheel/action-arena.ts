@@ -32,6 +32,8 @@ export interface BatchBuffer {
   /** Items as JSON texts, in arrival order. */
   readonly items: string[];
   readonly openedAt: number;
+  /** Its size against maxBatchBytes: the sum of batchItemBytes of its items. */
+  bytes: number;
 }
 
 /** A single action's JSON payload, a batch's buffer, or nothing. */

@@ -1,5 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
+import { BatchTooLargeError } from '../../errors/batch-too-large.error';
+import { LISTED_BATCH_ITEMS } from '../../delay.constants';
+import { batchItemBytes } from '../batch-item-bytes';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
   CollectCommand,
@@ -26,6 +29,7 @@ import { markSameTickWrappers } from '../same-tick-forms';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
 import { KeyIndex } from './key-index';
 import { TimingWheel } from './timing-wheel';
+import { quoteInput } from '../../utils/quote-input';
 
 export interface WheelDriverOptions {
   /** The wheel's precision: actions fire at most one tick late. Default 100 ms. */
@@ -183,7 +187,7 @@ export class WheelDriver implements SameTickDriver {
     for (const i of state.detached) indices.push(i);
     const running = (i: number): number => (this.arena.where[i] === RUNNING ? 0 : 1);
     indices.sort((a, b) => running(a) - running(b) || dueAt[a] - dueAt[b] || compareStrings(keys[a] as string, keys[b] as string));
-    return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i));
+    return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i, LISTED_BATCH_ITEMS));
   }
 
   async count(topic: string): Promise<number> {
@@ -216,7 +220,8 @@ export class WheelDriver implements SameTickDriver {
     const now = this.clock.now();
     if (record.items) {
       // A dead batch comes back as the closed unit it was, not merged into the key's open batch.
-      const i = this.arena.alloc(state.id, record.key, { items: [...record.items], openedAt: now }, now);
+      const bytes = record.items.reduce((sum, item) => sum + batchItemBytes(item), 0);
+      const i = this.arena.alloc(state.id, record.key, { items: [...record.items], openedAt: now, bytes }, now);
       state.detached.add(i);
       this.file(state, i);
     } else {
@@ -235,14 +240,17 @@ export class WheelDriver implements SameTickDriver {
     let dueAt: number;
     if (i === undefined) {
       dueAt = now + (command.maxWaitMs === undefined ? command.windowMs : Math.min(command.windowMs, command.maxWaitMs));
-      i = arena.alloc(state.id, command.key, { items: [command.item], openedAt: now }, dueAt);
+      i = arena.alloc(state.id, command.key, { items: [command.item], openedAt: now, bytes: batchItemBytes(command.item) }, dueAt);
       arena.setTrace(i, command.trace);
       state.index.set(command.key, i);
       outcome = 'opened';
     } else {
       const batch = arena.payloads[i];
       if (!isBatch(batch)) throw new ActionKindConflictError(command.topic, command.key, 'action');
+      const bytes = batch.bytes + batchItemBytes(command.item);
+      if (command.maxBytes !== undefined && bytes > command.maxBytes) throw new BatchTooLargeError(command.topic, command.key, bytes, command.maxBytes);
       batch.items.push(command.item);
+      batch.bytes = bytes;
       dueAt = command.slide ? Math.min(now + command.windowMs, batch.openedAt + (command.maxWaitMs ?? Infinity)) : arena.dueAt[i];
       this.unfile(state, i);
       outcome = 'joined';
@@ -475,7 +483,7 @@ export class WheelDriver implements SameTickDriver {
     if (state.concurrency === 0) {
       if (!state.warnedUnhandled) {
         state.warnedUnhandled = true;
-        this.logger.warn(`Actions of topic "${state.name}" are due but no @OnDelayExpired handler for it runs in this process; they stay pending`);
+        this.logger.warn(`Actions of topic ${quoteInput(state.name)} are due but no @OnDelayExpired handler for it runs in this process; they stay pending`);
       }
       return;
     }
@@ -580,14 +588,16 @@ export class WheelDriver implements SameTickDriver {
     return state;
   }
 
-  private snapshot(i: number): StoredAction {
+  /** What is stored at `i`; of a batch, its first `maxItems` items. */
+  private snapshot(i: number, maxItems = Infinity): StoredAction {
     const { arena } = this;
     const payload = arena.payloads[i];
     return {
       topic: this.topicsById[arena.topicId[i]].name,
       key: arena.keys[i] as string,
       payload: isBatch(payload) ? undefined : payload,
-      items: isBatch(payload) ? [...payload.items] : undefined,
+      items: isBatch(payload) ? payload.items.slice(0, maxItems) : undefined,
+      size: isBatch(payload) ? payload.items.length : undefined,
       dueAt: arena.dueAt[i],
       attempt: arena.attempt[i],
       state: arena.where[i] === RUNNING ? 'running' : 'waiting',

@@ -23,9 +23,13 @@ ARGV[6] max items
 ARGV[7] wake channel
 ARGV[8] items key prefix
 ARGV[9] trace context of the request that opens a batch ('' for none)
+ARGV[10] most bytes an open batch may hold as stored (its items string), or -1 for
+        no cap; an item that would take it past is refused and nothing changes
+        (the item that opens a batch is always taken)
 
 Returns {status, size, dueAt, now}
-  status 1 opened, 2 joined, 3 flushed (this item filled it), -3 the key has a single action pending
+  status 1 opened, 2 joined, 3 flushed (this item filled it), -3 the key has a single action pending,
+  -4 refused by the byte cap: size is the batch's item count, and dueAt the bytes it would have held
 ]]
 --@include clock
 --@include encoding
@@ -43,6 +47,12 @@ if existing then
   token, attempt, dueAt, meta = string.match(existing, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
   if string.sub(meta, 1, 1) ~= '#' then return {-3, 0, 0, now} end
   local count, opened = string.match(meta, '^#([^|]*)|(.*)$')
+  local maxBytes = tonumber(ARGV[10])
+  if maxBytes >= 0 then
+    local itemLength = string.len(ARGV[2])
+    local bytes = redis.call('STRLEN', itemsPrefix .. key) + itemLength + string.len(string.format('%d', itemLength)) + 1
+    if bytes > maxBytes then return {-4, tonumber(count), bytes, now} end
+  end
   size = tonumber(count) + 1
   openedAt = tonumber(opened)
   dueAt = tonumber(dueAt, 36)

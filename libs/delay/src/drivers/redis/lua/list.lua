@@ -9,14 +9,31 @@ KEYS[4] paused STRING (exists while the topic is paused)
 ARGV[1] offset
 ARGV[2] limit
 ARGV[3] items key prefix
+ARGV[4] most items of a batch to return: a listing of large batches must not
+        read them whole (the envelope says how many a batch holds)
 
 Returns {paused, member1, envelope1, active1, items1, member2, ...}; paused is
 1 while the topic is paused; activeN is 1 for
-a running action; itemsN is '' unless the member is a batch.
+a running action; itemsN is '' unless the member is a batch, else its first
+ARGV[4] items as stored (netstrings).
 ]]
 local offset = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
+local maxItems = tonumber(ARGV[4])
 local result = {}
+
+-- The first maxItems netstrings ("<bytes>:<json>") of a batch's items, read a header at a time.
+local function firstItems(member)
+  local itemsKey = ARGV[3] .. member
+  local stop = 0
+  for _ = 1, maxItems do
+    local digits = string.match(redis.call('GETRANGE', itemsKey, stop, stop + 20), '^(%d+):')
+    if not digits then break end
+    stop = stop + string.len(digits) + 1 + tonumber(digits)
+  end
+  if stop == 0 then return '' end
+  return redis.call('GETRANGE', itemsKey, 0, stop - 1)
+end
 
 local running = redis.call('ZRANGE', KEYS[3], 0, -1)
 local rows = {}
@@ -35,7 +52,7 @@ for i = offset + 1, math.min(#rows, offset + limit) do
   result[#result + 1] = rows[i][1]
   result[#result + 1] = rows[i][2]
   result[#result + 1] = 1
-  result[#result + 1] = redis.call('GET', ARGV[3] .. rows[i][1]) or ''
+  result[#result + 1] = firstItems(rows[i][1])
 end
 
 local taken = #result / 4
@@ -46,7 +63,7 @@ if taken < limit then
     result[#result + 1] = key
     result[#result + 1] = redis.call('HGET', KEYS[2], key)
     result[#result + 1] = 0
-    result[#result + 1] = redis.call('GET', ARGV[3] .. key) or ''
+    result[#result + 1] = firstItems(key)
   end
 end
 table.insert(result, 1, redis.call('EXISTS', KEYS[4]))

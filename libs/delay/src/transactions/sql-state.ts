@@ -1,0 +1,35 @@
+import { isObjectLike } from './client-shape';
+
+const SQL_STATE = /^[0-9A-Z]{5}$/;
+
+/**
+ * The PostgreSQL SQLSTATE (e.g. '23505', '25P02') of an error a
+ * transaction adapter's statement rejected with, whichever client raised
+ * it: adapters rethrow their client's own error, and clients carry the code
+ * differently. pg, knex and Kysely reject with pg's error (`code`); TypeORM
+ * copies `code` onto its QueryFailedError; Drizzle wraps pg's error as its
+ * `cause`; Prisma's own `code` is a Prisma one ('P2010'), the database's is
+ * in `meta.driverAdapterError.cause`. Undefined when there is none.
+ */
+export function sqlStateOf(error: unknown): string | undefined {
+  for (let depth = 0, current = error; depth < 5 && isObjectLike(current); depth++, current = current.cause) {
+    const fromPrisma = prismaSqlState(current);
+    if (fromPrisma !== undefined) return fromPrisma;
+    const { code } = current;
+    if (typeof code === 'string' && SQL_STATE.test(code) && !isPrismaError(current)) return code;
+  }
+  return undefined;
+}
+
+function isPrismaError(error: Record<string, unknown>): boolean {
+  return typeof error.clientVersion === 'string' && isObjectLike(error.meta);
+}
+
+function prismaSqlState(error: Record<string, unknown>): string | undefined {
+  const { meta } = error;
+  if (!isObjectLike(meta) || !isObjectLike(meta.driverAdapterError)) return undefined;
+  const { cause } = meta.driverAdapterError;
+  if (!isObjectLike(cause)) return undefined;
+  const code = typeof cause.originalCode === 'string' ? cause.originalCode : cause.code;
+  return typeof code === 'string' && SQL_STATE.test(code) ? code : undefined;
+}
