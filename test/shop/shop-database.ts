@@ -11,6 +11,11 @@ import { TestPostgresServer } from '../support/postgres-server';
 let server: Promise<TestPostgresServer> | undefined;
 const created: string[] = [];
 
+// Started before the file's first test, with a bound of its own: initdb and a first boot take seconds on a busy machine.
+beforeAll(async () => {
+  await shopPostgres();
+}, 60_000);
+
 afterAll(async () => {
   const started = server;
   server = undefined;
