@@ -21,7 +21,7 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => set
 let hookPath: string | undefined;
 
 /** The require hook, compiled from register.ts to plain JavaScript once. */
-function registerHook(): string {
+export function registerHook(): string {
   // Checked each time: the cache lives in the shared temporary folder, which someone may clean.
   if (hookPath && existsSync(hookPath)) return hookPath;
   const source = readFileSync(join(__dirname, 'register.ts'), 'utf8');
