@@ -161,6 +161,7 @@ describe(`Crash (e2e): the shop process killed with -9 at random moments on the 
     const pendingByKey = new Map<string, PendingUnpaid[]>();
     for (const action of pending) pendingByKey.set(action.key, [...(pendingByKey.get(action.key) ?? []), action]);
 
+    if (process.env.SHOP_E2E_TIMINGS) process.stdout.write(`  [shop crash] ${ROUNDS} kills, ${placed.size} orders placed and ${paid.size} paid as acknowledged, ${orders.size} in the database, ${pending.length} pending order.unpaid\n`);
     expect(placed.size).toBeGreaterThan(ROUNDS * 5);
     expect(paid.size).toBeGreaterThan(0);
     // Every order and payment the shop acknowledged survived the kills.

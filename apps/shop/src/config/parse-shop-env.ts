@@ -6,7 +6,7 @@ import { AllowedNetwork, DELAY_DRIVER_KINDS, DelayDriverKind, ShopConfig } from 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** The delay driver when neither DELAY_DRIVER nor REDIS_URL says otherwise. */
-const DEFAULT_DELAY_DRIVER: DelayDriverKind = 'wheel';
+const DEFAULT_DELAY_DRIVER: DelayDriverKind = 'postgres';
 
 export const SHOP_ENV_DEFAULTS = {
   PORT: '3000',
