@@ -81,7 +81,7 @@ function redisUrl(env: Env, problems: string[]): string | undefined {
     protocol = undefined;
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:') {
-    problems.push(`REDIS_URL=${JSON.stringify(value)} must be a redis:// or rediss:// URL, e.g. redis://localhost:6379 (unset it to use the in-memory driver)`);
+    problems.push(`REDIS_URL=${JSON.stringify(value)} must be a redis:// or rediss:// URL, e.g. redis://localhost:6379 (unset it to keep pending actions in the shop's database)`);
     return undefined;
   }
   return value;
