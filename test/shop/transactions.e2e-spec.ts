@@ -1,6 +1,7 @@
 import { Order } from '../../apps/shop/src/orders/order';
 import { OrderEventType } from '../../apps/shop/src/orders/order-event';
 import { OrderEventBus } from '../../apps/shop/src/orders/order-event.bus';
+import { OrdersService } from '../../apps/shop/src/orders/orders.service';
 import { dueTime, SHOP_DRIVERS, ShopUnderTest, useShopFixture } from './shop-drivers';
 import { ADMIN_API, TEST_ADMIN_TOKEN } from './shop-test-app';
 
@@ -77,5 +78,65 @@ describe.each(SHOP_DRIVERS)('One transaction (e2e) on the %s driver: a change th
     expect(cancelled).toMatchObject({ status: 'cancelled', cancelReason: 'unpaid' });
     shop.time.expectOnTime(cancelled.cancelledAt, dueAt);
     expect(await stockOf('green-tea')).toBe(20);
+  });
+});
+
+/**
+ * The unpaid handler and a payment racing it take turns on the order's row
+ * (FOR UPDATE): whichever comes second sees what the first did. Called
+ * directly, many at once, so the race is certain rather than hoped for.
+ */
+describe('One transaction (e2e) on the postgres driver: the unpaid handler, repeated or racing a payment', () => {
+  const fixture = useShopFixture('postgres');
+  let shop: ShopUnderTest;
+
+  beforeEach(async () => {
+    // Long enough that the timer itself does not fire during the test.
+    shop = await fixture.start({ env: { ADMIN_TOKEN: TEST_ADMIN_TOKEN, UNPAID_TIMEOUT: '1h' } });
+  });
+
+  async function place(quantity: number): Promise<Order> {
+    const { body } = await shop.http
+      .post('/orders')
+      .send({ buyerId: 'ann', lines: [{ sku: 'black-tea', quantity }] })
+      .expect(201);
+    return body as Order;
+  }
+
+  async function stockOf(sku: string): Promise<number> {
+    const { body } = await shop.http.get(`/products/${sku}`).expect(200);
+    return (body as { stock: number }).stock;
+  }
+
+  it('cancels an unpaid order once and puts its stock back once, however often the handler runs at the same time', async () => {
+    const order = await place(3);
+    const orders = shop.app.get(OrdersService);
+    await Promise.all(Array.from({ length: 5 }, () => orders.cancelIfUnpaid(order.id)));
+
+    await shop.http.get(`/orders/${order.id}`).expect(200).expect(({ body }) => expect(body).toMatchObject({ status: 'cancelled', cancelReason: 'unpaid' }));
+    expect(await stockOf('black-tea')).toBe(20);
+  });
+
+  it('a payment and the unpaid handler at the same moment: one of them wins, and stock and timer agree with it', async () => {
+    const orders = shop.app.get(OrdersService);
+    const placed = await Promise.all(Array.from({ length: 6 }, () => place(1)));
+    const outcomes = await Promise.all(
+      placed.map(async (order) => {
+        const [paid] = await Promise.allSettled([orders.pay(order.id), orders.cancelIfUnpaid(order.id)]);
+        return paid.status === 'fulfilled';
+      }),
+    );
+
+    // A paid order has no timer left. (The handler was called here, not fired by its timer, so the timers of the
+    // cancelled ones are still there: when they fire, they find the order cancelled and do nothing.)
+    const { body: timers } = await shop.http.get('/api/admin/delays/order.unpaid').set(ADMIN_API).expect(200);
+    const timed = new Set((timers as { items: Array<{ key: string }> }).items.map((timer) => timer.key));
+    expect(placed.filter((order, index) => outcomes[index] && timed.has(order.id))).toEqual([]);
+    for (const [index, order] of placed.entries()) {
+      const { body } = await shop.http.get(`/orders/${order.id}`).expect(200);
+      expect(body).toMatchObject({ status: outcomes[index] ? 'paid' : 'cancelled' });
+    }
+    // Paid orders keep their unit; cancelled ones gave it back.
+    expect(await stockOf('black-tea')).toBe(20 - outcomes.filter(Boolean).length);
   });
 });
