@@ -31,7 +31,7 @@ describe.each(batchDrivers())('collect: bad input is refused and changes nothing
   let booted: BatchApp;
   let before: unknown;
 
-  beforeAll(() => fixture.setup());
+  beforeAll(() => fixture.setup(), 60_000);
   afterAll(() => fixture.teardown());
 
   beforeEach(async () => {

@@ -12,7 +12,7 @@ function trail(events: DelayEvent[], key: string): Array<[string, number | undef
 }
 
 describe.each(batchDrivers())('collect: handling, retries and dead batches ($name)', (fixture) => {
-  beforeAll(() => fixture.setup());
+  beforeAll(() => fixture.setup(), 60_000);
   afterAll(() => fixture.teardown());
   afterEach(() => fixture.shutdown());
 

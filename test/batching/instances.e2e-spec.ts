@@ -36,7 +36,7 @@ function itemCount(runs: BatchRun[]): number {
 
 describe.each([new RedisBatchFixture(), new PostgresBatchFixture()])('collect on $name: concurrent producers on two instances', (fixture) => {
 
-  beforeAll(() => fixture.setup());
+  beforeAll(() => fixture.setup(), 60_000);
   afterAll(() => fixture.teardown());
   afterEach(() => fixture.shutdown());
   // Two apps boot in this test: on a busy machine that alone can take seconds.

@@ -5,7 +5,7 @@ import { batchDrivers } from './support/batch-fixture';
 const T = BATCH_TOPIC.plain;
 
 describe.each(batchDrivers())('collect: cancel, get, list, count and events ($name)', (fixture) => {
-  beforeAll(() => fixture.setup());
+  beforeAll(() => fixture.setup(), 60_000);
   afterAll(() => fixture.teardown());
   afterEach(() => fixture.shutdown());
 

@@ -4,7 +4,7 @@ import { batchDrivers } from './support/batch-fixture';
 const T = BATCH_TOPIC.plain;
 
 describe.each(batchDrivers())('collect: when a batch is handed over ($name)', (fixture) => {
-  beforeAll(() => fixture.setup());
+  beforeAll(() => fixture.setup(), 60_000);
   afterAll(() => fixture.teardown());
   afterEach(() => fixture.shutdown());
 

@@ -13,7 +13,7 @@ describe.each(conformanceDrivers())('conformance: handlers on the $name driver',
   let subscription: Subscription | undefined;
 
   // Starting a local Redis Cluster takes a few seconds.
-  beforeAll(() => fx.start(), 30_000);
+  beforeAll(() => fx.start(), 60_000);
   afterAll(() => fx.stop());
   beforeEach(async () => {
     t = await fx.boot();

@@ -41,8 +41,6 @@ declare class SettingsModule {}
 /** An app's Prisma service (PrismaClient generated from its schema), as far as the examples use it. */
 interface PrismaTransactionClient { readonly order: { create(args: { data: Order }): Promise<Order> } }
 declare class PrismaService { $transaction<T>(work: (tx: PrismaTransactionClient) => Promise<T>): Promise<T> }
-/** The app's postgres driver options. */
-declare const postgresDriver: import('nestjs-delay').DelayDriverConfig;
 `;
 
 const APP_FILES: Record<string, string> = {

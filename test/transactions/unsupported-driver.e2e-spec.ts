@@ -26,7 +26,7 @@ const pgLikeClient = { query: async () => ({ rows: [] }), release: () => undefin
 describe.each([new WheelFixture(), new RedisFixture()] as DriverFixture[])('a transaction on the $name driver', (fx) => {
   let delay: DelayService;
 
-  beforeAll(() => fx.start());
+  beforeAll(() => fx.start(), 60_000);
   afterAll(() => fx.stop());
   beforeEach(async () => {
     ({ delay } = await fx.boot());

@@ -229,9 +229,14 @@ $fn$;
 -- collect: appends an item to the key's open batch, opening one if there is
 -- none. A full batch closes at once: re-filed under its own id, due now, so
 -- the next item opens a new batch. Status 1 opened, 2 joined, 3 flushed,
--- -3 the key has a single action pending.
+-- -3 the key has a single action pending, -4 the item would take the open
+-- batch past p_max_bytes (-1: no cap; size is then the batch's item count
+-- and due_at the bytes it would have held). A batch's bytes count each
+-- item as the Redis driver stores it, "<bytes>:<json>", so the cap means
+-- the same on every driver; the item that opens a batch is always taken.
 CREATE FUNCTION __schema__.collect(
-  p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_in_tx boolean
+  p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_in_tx boolean,
+  p_max_bytes bigint
 ) RETURNS TABLE (status integer, size integer, due_at bigint, now_ms bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -250,6 +255,12 @@ BEGIN
     SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
     IF FOUND THEN
       IF NOT v_row.batch THEN RETURN QUERY SELECT -3, 0, 0::bigint, v_now; RETURN; END IF;
+      IF p_max_bytes >= 0 THEN
+        SELECT coalesce(sum(octet_length(i) + length(octet_length(i)::text) + 1), 0)
+          + octet_length(p_item) + length(octet_length(p_item)::text) + 1
+          INTO v_at FROM unnest(v_row.items) i;
+        IF v_at > p_max_bytes THEN RETURN QUERY SELECT -4, coalesce(cardinality(v_row.items), 0), v_at, v_now; RETURN; END IF;
+      END IF;
       v_status := 2;
       v_size := coalesce(cardinality(v_row.items), 0) + 1;
       v_token := v_row.token;

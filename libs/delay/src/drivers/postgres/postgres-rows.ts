@@ -21,6 +21,7 @@ export function toStoredAction(topic: string, row: Row): StoredAction {
     key: String(row.key),
     payload: batch ? undefined : text(row.payload),
     items: items(row),
+    size: batch && row.size !== undefined && row.size !== null ? int(row.size) : undefined,
     dueAt: int(row.due_at),
     attempt: int(row.attempt),
     state: row.state === 'running' ? 'running' : 'waiting',

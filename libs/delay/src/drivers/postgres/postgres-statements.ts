@@ -1,3 +1,4 @@
+import { LISTED_BATCH_ITEMS } from '../../delay.constants';
 /**
  * Every statement the postgres driver sends, for one schema. Each write is
  * one statement (a function of the schema's, or a statement with CTEs), so
@@ -44,12 +45,14 @@ export function postgresStatements(schema: string): PostgresStatements {
     // $1 topic, $2 keys, $3 absolute, $4 values, $5 payloads, $6 keep, $7 traces, $8 max past, $9 horizon, $10 in a transaction
     schedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.schedule($1::text, $2::text[], $3::boolean[], $4::bigint[], $5::text[], $6::boolean[], $7::text[], $8::bigint, $9::bigint, $10::boolean)`,
     reschedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.reschedule($1::text, $2::text, $3::boolean, $4::bigint, $5::bigint, $6::bigint, $7::boolean)`,
-    collect: `SELECT status, size, due_at, now_ms FROM ${s}.collect($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, $7::integer, $8::text, $9::boolean)`,
+    collect: `SELECT status, size, due_at, now_ms FROM ${s}.collect($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, $7::integer, $8::text, $9::boolean, $10::bigint)`,
     // The clock is read last, after the delete: its guard refuses (and so undoes) a delete that would commit on its own.
     cancel: `WITH gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND (a.member = $2::text OR (a.key = $2::text AND a.cancel_by_key)) RETURNING 1)
       SELECT (SELECT count(*) FROM gone)::integer AS removed, ${s}.clock_ms($3::boolean) AS now_ms`,
     get: `SELECT ${ACTION_COLUMNS}, ${paused} AS paused FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text`,
-    list: `SELECT ${ACTION_COLUMNS}, ${paused} AS paused FROM ${s}.actions a WHERE a.topic = $1::text
+    // A listing shows a batch's first LISTED_BATCH_ITEMS items and its size, not the whole array.
+    list: `SELECT ${ACTION_COLUMNS.replace('a.items', `a.items[1:${LISTED_BATCH_ITEMS}] AS items, cardinality(a.items) AS size`)}, ${paused} AS paused
+      FROM ${s}.actions a WHERE a.topic = $1::text
       ORDER BY a.state = 'waiting', a.due_at, a.member LIMIT $2::integer OFFSET $3::integer`,
     count: `SELECT count(*)::integer AS n FROM ${s}.actions a WHERE a.topic = $1::text`,
     listDead: `SELECT d.id, d.key, d.payload, d.batch, d.items, d.due_at, d.attempts, d.error, d.died_at FROM ${s}.dead d WHERE d.topic = $1::text

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
 import { InvalidKeyError } from '../../errors/invalid-key.error';
@@ -178,11 +179,13 @@ export class PostgresDriver implements DelayDriver {
       command.maxItems,
       command.trace ?? null,
       inTx,
+      command.maxBytes ?? -1,
     ]);
     const row = rows[0];
     this.sawNow(row.now_ms);
     const status = int(row.status);
     if (status === -3) throw new ActionKindConflictError(topic, key, 'action');
+    if (status === -4) throw new BatchTooLargeError(topic, key, int(row.due_at), command.maxBytes ?? 0);
     const dueAt = int(row.due_at);
     if (!command.transaction) this.consumers.get(topic)?.wake(dueAt);
     return { size: int(row.size), dueAt, outcome: status === 1 ? 'opened' : status === 2 ? 'joined' : 'flushed' };
