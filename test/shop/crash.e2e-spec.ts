@@ -57,9 +57,9 @@ describe(`Crash (e2e): the shop process killed with -9 at random moments on the 
 
   beforeAll(async () => {
     // The process under test is the built shop, as `npm start` runs it.
-    buildShop();
+    await buildShop();
     postgres = await TestPostgresServer.start();
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     if (running) await killShop(running);

@@ -1,21 +1,44 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The repository's root: where `npm start` runs. */
 export const ROOT = join(__dirname, '..', '..');
 const MAIN = join(ROOT, 'dist', 'apps', 'shop', 'main.js');
 
+/** Held while one test file builds, so two files (Jest runs two at once) never write dist together. */
+const BUILD_LOCK = join(ROOT, 'dist', '.shop-build.lock');
+/** A lock older than this was left by a run that died mid-build. */
+const STALE_LOCK_MS = 5 * 60_000;
+
 /**
  * Builds the library and the shop (`npm run build`) unless dist is newer
  * than every source file of both: the tests run the shop as `npm start`
- * does, from its build.
+ * does, from its build. Another test file building meanwhile is waited for.
  */
-export function buildShop(): void {
-  const built = mtimeOf(MAIN);
+export async function buildShop(): Promise<void> {
+  for (;;) {
+    if (isBuilt()) return;
+    mkdirSync(join(ROOT, 'dist'), { recursive: true });
+    try {
+      mkdirSync(BUILD_LOCK);
+    } catch {
+      if (Date.now() - (mtimeOf(BUILD_LOCK) ?? Date.now()) > STALE_LOCK_MS) rmSync(BUILD_LOCK, { recursive: true, force: true });
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      continue;
+    }
+    try {
+      if (!isBuilt()) execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
+      return;
+    } finally {
+      rmSync(BUILD_LOCK, { recursive: true, force: true });
+    }
+  }
+}
+
+function isBuilt(): boolean {
   const sources = Math.max(newest(join(ROOT, 'apps', 'shop', 'src')), newest(join(ROOT, 'libs', 'delay', 'src')));
-  if (built !== undefined && built > sources && (mtimeOf(join(ROOT, 'libs', 'delay', 'dist', 'index.js')) ?? 0) > sources) return;
-  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
+  return (mtimeOf(MAIN) ?? 0) > sources && (mtimeOf(join(ROOT, 'libs', 'delay', 'dist', 'index.js')) ?? 0) > sources;
 }
 
 function mtimeOf(file: string): number | undefined {

@@ -16,7 +16,7 @@ describe('Startup (e2e): the embedded PostgreSQL of `npm start`, and a database 
   let dir: string;
   const open = new Set<ShopProcess>();
 
-  beforeAll(() => buildShop(), 120_000);
+  beforeAll(() => buildShop(), 180_000);
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'shop-data-'));
