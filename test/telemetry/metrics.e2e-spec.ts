@@ -1,6 +1,6 @@
 import { Injectable, INestApplication, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DelayContext, DelayService, OnDelayExpired } from 'nestjs-delay';
+import { DelayContext, DelayService, OnDelayExpired, OnRecurring } from 'nestjs-delay';
 import { DelayTelemetryModule } from 'nestjs-delay/telemetry';
 import { DelayTestingModule, VirtualClock } from 'nestjs-delay/testing';
 import { TestOpenTelemetry } from './support/otel-sdk';
@@ -19,6 +19,9 @@ class ScriptedHandler {
 
   @OnDelayExpired(OTHER)
   run(): void {}
+
+  @OnRecurring('digest.hourly')
+  digest(): void {}
 
   /** Never settles by itself: only its timeout ends the run. */
   @OnDelayExpired(HUNG, { attempts: 1, timeout: 50 })
@@ -47,6 +50,20 @@ describe('metrics (OpenTelemetry SDK, in-memory exporter)', () => {
   afterEach(async () => {
     await app.close();
     await sdk.dispose();
+  });
+
+  it('counts occurrences of recurring schedules: created and missed', async () => {
+    const start = Math.ceil(clock.now() / 3_600_000) * 3_600_000;
+    await clock.advanceTo(start + 1_800_000);
+    await delay.upsertRecurring('digest.hourly', 'all', { every: '1h', missed: 'all', overlap: 'allow' });
+    await delay.upsertRecurring('digest.hourly', 'skip', { every: '1h', missed: 'skip' });
+    await clock.advance('1h'); // one each
+    await delay.pause('digest.hourly');
+    await clock.advance('3h'); // three due while paused
+    await delay.resume('digest.hourly');
+    await clock.advance(0); // 'all' runs the three, 'skip' misses them
+    const of = { 'delay.topic': 'digest.hourly' };
+    expect({ fired: await sdk.value('delay.recurring.fired', of), missed: await sdk.value('delay.recurring.missed', of) }).toEqual({ fired: 5, missed: 3 });
   });
 
   it('counts a scripted schedule / cancel / fail / complete sequence exactly, per topic', async () => {

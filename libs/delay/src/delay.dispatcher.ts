@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { backoffDelay } from './delay.module-definition';
 import { consumerFailure } from './drivers/consumer-failure';
 import { DelayEventBus } from './delay-event.bus';
@@ -9,6 +9,8 @@ import { HandlerRun, RunResult } from './handler-run';
 import { HandlerRunTracker } from './handler-run-tracker';
 import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 import { DelayClock } from './time/clock';
+import { isTickKey } from './recurring/occurrence-key';
+import { RecurringTicker } from './recurring/recurring-ticker';
 import { describeError } from './utils/describe-error';
 import { inMicrotask } from './utils/in-microtask';
 import { quoteInput } from './utils/quote-input';
@@ -41,6 +43,7 @@ export class DelayDispatcher implements DelayConsumer {
     private readonly registry: DelayHandlerRegistry,
     private readonly events: DelayEventBus,
     private readonly clock: DelayClock,
+    @Optional() @Inject(RecurringTicker) private readonly ticker: RecurringTicker | null = null,
   ) {}
 
   get topics(): ReadonlyMap<string, number> {
@@ -62,6 +65,11 @@ export class DelayDispatcher implements DelayConsumer {
     if (!handler) {
       this.logger.error(`No handler for topic ${quoteInput(topic)} in this process; action ${quoteInput(key)} is put back for ${NO_HANDLER_RETRY_MS} ms`);
       inMicrotask(() => this.tell(report, { kind: 'retry', delayMs: NO_HANDLER_RETRY_MS, error: 'no handler' }, delivery));
+      return;
+    }
+    if (handler.recurring && this.ticker && isTickKey(key)) {
+      // A schedule's tick: library work, never the handler's; never dead-lettered (that would end the schedule).
+      void this.ticker.tick(delivery).then((outcome) => this.tell(report, outcome, delivery));
       return;
     }
     if (attempt > handler.options.attempts) {

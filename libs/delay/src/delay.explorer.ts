@@ -7,6 +7,8 @@ import { DelayHandlerMetadata } from './decorators/on-delay-expired.decorator';
 import { ScopedHandlerError } from './errors/scoped-handler.error';
 import { DelayContext } from './interfaces/delay-context.interface';
 import { validateTopic } from './validation/action-input';
+import { checkRecurringOptions } from './recurring/check-recurring-options';
+import { RecurringSchedules, validateSeriesKey } from './recurring/recurring-schedules';
 
 /** Nest's InstanceWrapper, named through the public DiscoveryService rather than a deep import. */
 type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
@@ -26,6 +28,7 @@ export class DelayExplorer implements OnModuleInit {
     private readonly reflector: Reflector,
     private readonly registry: DelayHandlerRegistry,
     @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
+    private readonly schedules: RecurringSchedules,
   ) {}
 
   onModuleInit(): void {
@@ -56,11 +59,18 @@ export class DelayExplorer implements OnModuleInit {
       }
       const topic = validateTopic(metadata.topic);
       const instance = wrapper.instance as Record<string, (context: DelayContext) => unknown>;
+      const declared = metadata.recurring?.declared;
+      if (declared) {
+        // A bad schedule fails bootstrap here, before anything is written.
+        validateSeriesKey(declared.key);
+        checkRecurringOptions(declared.options, this.schedules.minIntervalMs);
+      }
       this.registry.register({
         topic,
         name,
-        options: resolveHandlerOptions(metadata.options, this.options.defaults, `@OnDelayExpired options of ${name}`),
+        options: resolveHandlerOptions(metadata.options, this.options.defaults, `${metadata.recurring ? '@Recurring' : '@OnDelayExpired'} options of ${name}`),
         invoke: (context) => instance[method](context),
+        recurring: metadata.recurring,
       });
     }
   }

@@ -5,6 +5,7 @@ import { ResolvedDelayOptions } from './delay.module-definition';
 import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry } from './delay-handler.registry';
 import { DelayDriver } from './interfaces/delay-driver.interface';
+import { RecurringSchedules } from './recurring/recurring-schedules';
 
 /**
  * Starts consuming once the whole application is up (handlers were collected
@@ -21,11 +22,17 @@ export class DelayLifecycle implements OnApplicationBootstrap, BeforeApplication
     private readonly dispatcher: DelayDispatcher,
     private readonly registry: DelayHandlerRegistry,
     private readonly events: DelayEventBus,
+    private readonly schedules: RecurringSchedules,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     this.driver.onStoreReset?.((detail) => this.events.emit(() => ({ type: 'storeReset', topic: '*', key: '', error: detail })));
     this.driver.onStoreEvicting?.((detail) => this.events.emit(() => ({ type: 'storeEvicting', topic: '*', key: '', error: detail })));
+    // Schedules declared by @Recurring: created or brought up to date (the same call from every instance of a
+    // rolling deploy changes nothing twice; an occurrence's identity makes a second run of it impossible).
+    for (const { topic, key, options } of this.registry.declaredSchedules()) {
+      await this.schedules.upsert(topic, key, options, true);
+    }
     if (!this.options.consume) {
       this.logger.log(`Delay driver "${this.driver.name}" started as producer only (consume: false)`);
       return;

@@ -11,6 +11,8 @@ import { DelayEventBus } from './delay-event.bus';
 import { DelayHandlerRegistry } from './delay-handler.registry';
 import { DelayModuleOptions } from './interfaces/delay-module-options.interface';
 import { DelayClock, SystemClock } from './time/clock';
+import { RecurringSchedules } from './recurring/recurring-schedules';
+import { RecurringTicker } from './recurring/recurring-ticker';
 
 /**
  * `DelayModule.forRoot({...})` or `DelayModule.forRootAsync({ useFactory,
@@ -41,6 +43,8 @@ import { DelayClock, SystemClock } from './time/clock';
     DelayExplorer,
     DelayLifecycle,
     DelayService,
+    RecurringTicker,
+    RecurringSchedules,
   ],
   exports: [DelayService, DelayClock],
 })

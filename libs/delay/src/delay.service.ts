@@ -26,6 +26,10 @@ import {
   validateTopic,
 } from './validation/action-input';
 import { parsePayload, payloadShape, PayloadShape, serializePayload } from './validation/payload-json';
+import { DelayHandlerRegistry } from './delay-handler.registry';
+import { RecurringTopicError } from './errors/recurring-topic.error';
+import { RecurringSchedules } from './recurring/recurring-schedules';
+import { RecurringOptions, RecurringSchedule } from './recurring/recurring-options';
 
 /**
  * Schedules, moves, cancels and inspects delayed actions. Every input is
@@ -41,6 +45,8 @@ export class DelayService {
     @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
     private readonly events: DelayEventBus,
     @Optional() @Inject(DELAY_TRACE_PROPAGATOR) private readonly tracer: DelayTracePropagator | null = null,
+    @Optional() @Inject(DelayHandlerRegistry) private readonly registry: DelayHandlerRegistry | null = null,
+    @Optional() @Inject(RecurringSchedules) private readonly recurring: RecurringSchedules | null = null,
   ) {
     this.transactions = new TransactionBinder(driver, options.transactions);
   }
@@ -59,6 +65,7 @@ export class DelayService {
    */
   async schedule<TPayload = unknown>(topic: string, key: string, options: ScheduleOptions<TPayload>): Promise<PendingAction<TPayload>> {
     validateTopic(topic);
+    if (this.registry?.isRecurring(topic)) throw notOneOff(topic, 'schedule');
     const validKey = validateKey(key);
     if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError(OPTIONS_REQUIRED);
     const { payload } = options;
@@ -91,6 +98,7 @@ export class DelayService {
     options: WriteOptions = {},
   ): Promise<Array<PendingAction<TPayload>>> {
     validateTopic(topic);
+    if (this.registry?.isRecurring(topic)) throw notOneOff(topic, 'scheduleMany');
     const transaction = this.transactions.bind(writeOptions(options).transaction);
     if (!Array.isArray(entries)) throw new InvalidScheduleOptionsError('scheduleMany takes an array of entries');
     if (entries.length > MAX_SCHEDULE_MANY) throw new InvalidScheduleOptionsError(`scheduleMany takes at most ${MAX_SCHEDULE_MANY} entries, got ${entries.length}`);
@@ -152,6 +160,7 @@ export class DelayService {
    */
   async collect<TItem = unknown>(topic: string, key: string, item: TItem, options: CollectOptions): Promise<BatchStatus> {
     validateTopic(topic);
+    if (this.registry?.isRecurring(topic)) throw notOneOff(topic, 'collect');
     validateKey(key);
     const { windowMs, maxWaitMs, slide, maxItems } = toCollectSpec(options, this.driver.horizonMs, this.options.maxBatchItems);
     if (item === undefined) throw new InvalidScheduleOptionsError('collect needs an item (undefined has no JSON form)');
@@ -300,6 +309,65 @@ export class DelayService {
     return this.driver as DelayDriver & Required<Pick<DelayDriver, K>>;
   }
 
+  // ---- recurring schedules ----------------------------------------------
+
+  /**
+   * Creates the recurring schedule `(topic, key)` or changes it: a cron in a
+   * time zone (`{ cron, timeZone }`) or an interval (`{ every }`), with its
+   * policies (`missed`, `overlap`, `jitter`) and the `payload` its occurrences
+   * carry. Each occurrence runs once across every instance sharing the store.
+   * A changed recurrence applies from its next occurrence after now.
+   */
+  async upsertRecurring<TPayload = unknown>(topic: string, key: string, options: RecurringOptions<TPayload>): Promise<RecurringSchedule<TPayload>> {
+    const schedules = this.recurringFor(topic);
+    const schedule = await schedules.upsert(topic, key, options);
+    this.events.emit(() => ({ type: 'scheduled', topic, key, dueAt: schedule.nextRunAt ?? undefined }));
+    return schedule;
+  }
+
+  /** Removes the schedule; occurrences already due still run. True if there was one. */
+  async removeRecurring(topic: string, key: string): Promise<boolean> {
+    const removed = await this.recurringFor(topic).remove(topic, key);
+    if (removed) this.events.emit(() => ({ type: 'cancelled', topic, key }));
+    return removed;
+  }
+
+  async getRecurring<TPayload = unknown>(topic: string, key: string): Promise<RecurringSchedule<TPayload> | null> {
+    return this.recurringFor(topic).get<TPayload>(topic, key);
+  }
+
+  /** Every schedule of the topic, by key, with its next and last run. */
+  async listRecurring<TPayload = unknown>(topic: string): Promise<Array<RecurringSchedule<TPayload>>> {
+    return this.recurringFor(topic).list<TPayload>(topic);
+  }
+
+  /** Stops the schedule firing (on every instance) until resumeRecurring; its missed-run policy applies then. True if it was not paused. */
+  async pauseRecurring(topic: string, key: string): Promise<boolean> {
+    const paused = await this.recurringFor(topic).pause(topic, key);
+    if (paused) this.events.emit(() => ({ type: 'paused', topic, key }));
+    return paused;
+  }
+
+  async resumeRecurring(topic: string, key: string): Promise<boolean> {
+    const resumed = await this.recurringFor(topic).resume(topic, key);
+    if (resumed) this.events.emit(() => ({ type: 'resumed', topic, key }));
+    return resumed;
+  }
+
+  /** Runs one extra occurrence now, without moving the schedule's cadence. False if there is no such schedule. */
+  async runRecurringNow(topic: string, key: string): Promise<boolean> {
+    return this.recurringFor(topic).runNow(topic, key);
+  }
+
+  private recurringFor(topic: string): RecurringSchedules {
+    validateTopic(topic);
+    if (!this.recurring || typeof this.driver.advanceSeries !== 'function') throw new UnsupportedOperationError('recurring actions', this.driver.name);
+    if (this.registry?.get(topic) && !this.registry.isRecurring(topic)) {
+      throw new RecurringTopicError(topic, 'is handled by @OnDelayExpired; recurring schedules need a topic handled by @Recurring or @OnRecurring');
+    }
+    return this.recurring;
+  }
+
   /**
    * Re-drives every dead action of a topic; returns how many. One whose key
    * has an open batch cannot come back now (ActionKindConflictError): it is
@@ -325,6 +393,10 @@ export class DelayService {
       if (items.length === 0 || moved === 0) return redriven;
     }
   }
+}
+
+function notOneOff(topic: string, call: string): RecurringTopicError {
+  return new RecurringTopicError(topic, `is a recurring topic (@Recurring / @OnRecurring): its actions are its schedules' occurrences; use upsertRecurring, not ${call}`);
 }
 
 /** The key a dead id names: a dead batch's id is its key, U+001F and a token. */

@@ -2,6 +2,8 @@ import { HandlerRun } from './handler-run';
 import { DelayContext } from './interfaces/delay-context.interface';
 import { Delivery } from './interfaces/delay-driver.interface';
 import { parsePayload } from './validation/payload-json';
+import { parseOccurrenceKey } from './recurring/occurrence-key';
+import { RecurringOccurrence } from './recurring/recurring-options';
 
 /**
  * The DelayContext a handler receives. A class, so every context has one
@@ -18,6 +20,7 @@ export class HandlerContext implements DelayContext {
   readonly firedAt: Date;
   readonly attempt: number;
   readonly trace: string | undefined;
+  readonly occurrence: RecurringOccurrence | undefined;
   readonly #run: HandlerRun;
 
   constructor(delivery: Delivery, run: HandlerRun) {
@@ -29,6 +32,15 @@ export class HandlerContext implements DelayContext {
     this.firedAt = new Date(delivery.firedAt);
     this.attempt = delivery.attempt;
     this.trace = delivery.trace;
+    this.occurrence = undefined;
+    if (run.handler.recurring) {
+      const parsed = parseOccurrenceKey(delivery.key);
+      if (parsed) {
+        // A recurring handler sees its schedule's key; the occurrence's own key is in `occurrence`.
+        this.key = parsed.seriesKey;
+        this.occurrence = { key: delivery.key, scheduledAt: new Date(parsed.scheduledAtMs), lateMs: Math.max(0, delivery.firedAt - parsed.scheduledAtMs), runNow: parsed.runNow };
+      }
+    }
     this.#run = run;
   }
 

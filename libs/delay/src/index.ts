@@ -2,6 +2,7 @@
 export { DelayModule } from './delay.module';
 export { DelayService } from './delay.service';
 export { OnDelayExpired } from './decorators/on-delay-expired.decorator';
+export { Recurring, OnRecurring } from './decorators/recurring.decorator';
 export { DELAY_DRIVER, DELAY_TRACE_PROPAGATOR, LISTED_BATCH_ITEMS } from './delay.constants';
 
 export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig, RedisDriverConfig, PostgresDriverConfig } from './interfaces/delay-module-options.interface';
@@ -45,6 +46,10 @@ export type {
   ScheduleResult,
   StoredAction,
   StoredDeadAction,
+  AdvanceSeriesCommand,
+  AdvanceSeriesResult,
+  SeriesExpectation,
+  SeriesOccurrence,
 } from './interfaces/delay-driver.interface';
 
 export { WheelDriver } from './drivers/wheel/wheel.driver';
@@ -56,5 +61,14 @@ export { VirtualClock } from './time/virtual-clock';
 export { parseDuration } from './time/duration';
 export type { Duration } from './time/duration';
 export type { RecurrenceSpec, CronRecurrence, IntervalRecurrence, DstGapPolicy, DstOverlapPolicy } from './recurring/recurrence-spec';
+export type {
+  MissedRunPolicy,
+  OverlapPolicy,
+  RecurringPolicies,
+  RecurringOptions,
+  RecurringDeclaration,
+  RecurringSchedule,
+  RecurringOccurrence,
+} from './recurring/recurring-options';
 
 export * from './errors';

@@ -30,6 +30,10 @@ export interface WorkerConfig {
   readonly cluster?: ReadonlyArray<{ readonly host: string; readonly port: number }>;
   /** The worker exits on its own after this long, whatever happens to the parent. Default 120 s. */
   readonly maxLifetimeMs?: number;
+  /** A topic handled by @OnRecurring: its occurrences are reported as starts (key: the schedule's, armId: the scheduled instant). */
+  readonly recurringTopic?: string;
+  /** Schedules declared with @Recurring, one topic each (reported like recurringTopic's). */
+  readonly declared?: ReadonlyArray<{ readonly topic: string; readonly every: number }>;
 }
 
 /** What the tests put in an action's payload. */
@@ -75,6 +79,9 @@ export type WorkerRequest =
   | { readonly op: 'count'; readonly batch?: boolean }
   /** Pauses or resumes the worker's topic for every instance. */
   | { readonly op: 'pause' | 'resume' }
+  /** On recurringTopic: every `every` ms, missed 'all', overlap 'allow'. */
+  | { readonly op: 'upsertRecurring'; readonly key: string; readonly every: number }
+  | { readonly op: 'removeRecurring'; readonly key: string }
   | { readonly op: 'close' };
 
 export type WorkerCommand = WorkerRequest & { readonly id: number };

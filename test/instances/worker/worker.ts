@@ -9,7 +9,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Cluster } from 'ioredis';
 import type { RedisOptions } from 'ioredis';
-import { DelayContext, DelayModule, DelayService, DueTime, OnDelayExpired, PendingAction } from 'nestjs-delay';
+import { DelayContext, DelayModule, DelayService, DueTime, OnDelayExpired, OnRecurring, PendingAction, Recurring } from 'nestjs-delay';
 import type { ActionPayload, ActionSnapshot, BatchItem, DueArg, ReplyValue, ScheduleItem, WorkerCommand, WorkerConfig, WorkerMessage, WorkerRequest } from '../support/protocol';
 
 const config = JSON.parse(process.env.NESTJS_DELAY_WORKER ?? 'null') as WorkerConfig | null;
@@ -60,6 +60,38 @@ class BatchHandlers {
   }
 }
 
+/** Reports an occurrence of a recurring schedule: key is the schedule's, armId the scheduled instant (and 'now' for a run-now). */
+function reportOccurrence(context: DelayContext): void {
+  const occurrence = context.occurrence;
+  const armId = occurrence ? `${occurrence.scheduledAt.toISOString()}${occurrence.runNow ? ' now' : ''}` : undefined;
+  const common = { instance: settings.name, key: `${context.topic}/${context.key}`, armId, attempt: context.attempt };
+  void send({ type: 'start', ...common, dueAt: context.dueAt.getTime(), firedAt: context.firedAt.getTime(), at: Date.now() });
+  void send({ type: 'end', ...common, at: Date.now() });
+}
+
+@Injectable()
+class RecurringHandlers {
+  @OnRecurring(settings.recurringTopic ?? 'unused.recurring', { concurrency: settings.concurrency ?? 10, attempts: 10, backoff: 200 })
+  run(context: DelayContext): void {
+    reportOccurrence(context);
+  }
+}
+
+/** One provider per declared schedule, its method decorated as a class written by hand would be. */
+function declaredProviders(): Array<new () => object> {
+  return (settings.declared ?? []).map(({ topic, every }) => {
+    @Injectable()
+    class Declared {
+      run(context: DelayContext): void {
+        reportOccurrence(context);
+      }
+    }
+    const descriptor = Object.getOwnPropertyDescriptor(Declared.prototype, 'run') as PropertyDescriptor;
+    Recurring(topic, { every, missed: 'all', overlap: 'allow', attempts: 10, backoff: 200 })(Declared.prototype, 'run', descriptor);
+    return Declared;
+  });
+}
+
 /** A Cluster client is the worker's own (the driver leaves a client it was given open): closed after the app. */
 const clusterClient = settings.cluster ? new Cluster(settings.cluster.map((node) => ({ ...node }))) : undefined;
 clusterClient?.on('error', () => undefined);
@@ -80,7 +112,12 @@ function connection(): { url: string } | { options: RedisOptions } | { client: C
       ...(settings.shutdownTimeout ? { shutdownTimeout: settings.shutdownTimeout } : {}),
     }),
   ],
-  providers: settings.batchTopic === undefined ? [Handlers] : [Handlers, BatchHandlers],
+  providers: [
+    Handlers,
+    ...(settings.batchTopic === undefined ? [] : [BatchHandlers]),
+    ...(settings.recurringTopic === undefined ? [] : [RecurringHandlers]),
+    ...declaredProviders(),
+  ],
 })
 class WorkerModule {}
 
@@ -130,6 +167,11 @@ async function main(): Promise<void> {
       case 'resume':
         await delay.resume(topic);
         return true;
+      case 'upsertRecurring':
+        await delay.upsertRecurring(settings.recurringTopic ?? topic, request.key, { every: request.every, missed: 'all', overlap: 'allow' });
+        return true;
+      case 'removeRecurring':
+        return delay.removeRecurring(settings.recurringTopic ?? topic, request.key);
       case 'close':
         await app.close();
         clusterClient?.disconnect();

@@ -24,3 +24,4 @@ export { InvalidCronExpressionError } from './invalid-cron-expression.error';
 export { UnknownTimeZoneError } from './unknown-time-zone.error';
 export { InvalidRecurrenceError } from './invalid-recurrence.error';
 export { UnsupportedTransactionClientError } from './unsupported-transaction-client.error';
+export { RecurringTopicError } from './recurring-topic.error';

@@ -1,4 +1,6 @@
-/** What an @OnDelayExpired handler receives. */
+import type { RecurringOccurrence } from '../recurring/recurring-options';
+
+/** What an @OnDelayExpired (or @Recurring, @OnRecurring) handler receives. */
 export interface DelayContext<TPayload = unknown, TItem = unknown> {
   readonly topic: string;
   readonly key: string;
@@ -24,4 +26,9 @@ export interface DelayContext<TPayload = unknown, TItem = unknown> {
    * when a trace propagator was registered (the telemetry module does it).
    */
   readonly trace?: string;
+  /**
+   * For a recurring topic's handler: which occurrence of the schedule runs
+   * (`key` is then the schedule's key). Undefined for other handlers.
+   */
+  readonly occurrence?: RecurringOccurrence;
 }

@@ -68,6 +68,59 @@ export interface DelayDriver {
   runNow?(topic: string, key: string): Promise<boolean>;
   /** The store's state, round trip and, per topic, consumer and lag. Never rejects: a store that cannot be reached is `up: false`. */
   health?(): Promise<DriverHealth>;
+
+  // Recurring actions. Optional: DelayService refuses recurring calls on a
+  // driver without it (UnsupportedOperationError).
+
+  /**
+   * The one atomic step of a recurring series (see docs/design.md, "Recurring
+   * actions"). The series' tick is the ordinary action `(topic, key)`. Applied
+   * only if `expect` still holds; then, all or nothing: the overlap policy is
+   * checked against the series' previous occurrences that are still waiting or
+   * running (the driver keeps their keys per series), each occurrence is created
+   * (never over an existing action: an occurrence key names one instant, so it
+   * can be created once), previous ones are cancelled for 'cancelPrevious', and
+   * the tick is re-armed (`next`), removed (`null`) or left alone (undefined).
+   */
+  advanceSeries?(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult>;
+  /** The smallest spacing of a recurrence this driver accepts, in ms (the wheel: its tick). Default 1000. */
+  readonly minRecurrenceMs?: number;
+}
+
+/** What the series' tick must be for advanceSeries to apply: the run being delivered, the payload just read, or none yet. */
+export type SeriesExpectation = { readonly token: string } | { readonly payload: string } | { readonly absent: true };
+
+/** How a series' new occurrence treats its previous ones still waiting or running. */
+export type OverlapPolicy = 'skip' | 'bufferOne' | 'allow' | 'cancelPrevious';
+
+export interface SeriesOccurrence {
+  /** Series key, U+001E, and the occurrence's identity (see occurrence-key.ts). */
+  readonly key: string;
+  readonly due: DueSpec;
+  readonly payload: string | undefined;
+}
+
+export interface AdvanceSeriesCommand {
+  readonly topic: string;
+  /** The series key: the key of its tick. */
+  readonly key: string;
+  readonly expect: SeriesExpectation;
+  /** Created together: the overlap policy decides for all of them at once. */
+  readonly occurrences: readonly SeriesOccurrence[];
+  readonly overlap: OverlapPolicy;
+  /** Re-arm the tick (a new token) with this due time and payload; null removes it and the series' bookkeeping; undefined leaves it. */
+  readonly next: { readonly due: DueSpec; readonly payload: string } | null | undefined;
+}
+
+export interface AdvanceSeriesResult {
+  /** False when `expect` did not hold: nothing was changed. */
+  readonly applied: boolean;
+  /** Keys of the occurrences created. */
+  readonly created: readonly string[];
+  /** Keys of the occurrences the overlap policy refused (or that existed already). */
+  readonly skipped: readonly string[];
+  /** Keys of previous occurrences cancelled ('cancelPrevious'). */
+  readonly cancelled: readonly string[];
 }
 
 /** A due time as the caller gave it; the driver resolves it on its own clock. */

@@ -12,6 +12,12 @@ export type DelayEventType =
   | 'timedOut'
   | 'paused'
   | 'resumed'
+  /** A recurring schedule's tick created occurrences (key: the schedule's; size: how many). */
+  | 'recurringFired'
+  /** Occurrences of a schedule whose time passed while nothing could run them, not run by its missed-run policy (size: how many). */
+  | 'recurringMissed'
+  /** Occurrences not created because a previous one still waits or runs (overlap policy; size: how many). */
+  | 'recurringSkipped'
   /** Redis came back without its data (topic '*', key ''): actions pending before may be lost. */
   | 'storeReset'
   /** At startup: Redis's maxmemory-policy lets it delete keys when full, pending actions included (topic '*', key ''); `error` says which policy. */

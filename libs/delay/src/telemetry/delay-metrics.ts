@@ -21,6 +21,13 @@ const COUNTED: Partial<Record<DelayEventType, string>> = {
   redriven: 'redriven',
 };
 
+/** Recurring events count occurrences (their `size`), not events. */
+const COUNTED_RECURRING: Partial<Record<DelayEventType, string>> = {
+  recurringFired: 'fired',
+  recurringMissed: 'missed',
+  recurringSkipped: 'skipped_overlap',
+};
+
 /** Separates the parts of a run's identity in one map key; U+001F is reserved in keys and topics. */
 const SEP = '\u001f';
 
@@ -70,6 +77,10 @@ export class DelayMetrics implements OnModuleInit, OnApplicationShutdown {
     for (const [type, name] of Object.entries(COUNTED) as Array<[DelayEventType, string]>) {
       this.counters.set(type, meter.createCounter(`delay.actions.${name}`, { description: `Actions ${name.replace('_', ' ')}, per topic, counted by this process`, valueType: ValueType.INT }));
     }
+    for (const [type, name] of Object.entries(COUNTED_RECURRING) as Array<[DelayEventType, string]>) {
+      const description = `Occurrences of recurring schedules ${name.replace('_', ' by ')}, per topic, counted by this process`;
+      this.counters.set(type, meter.createCounter(`delay.recurring.${name}`, { description, valueType: ValueType.INT }));
+    }
     this.lateness = meter.createHistogram('delay.action.lateness', { description: 'How long after its due time an action started running', unit: 's' });
     this.duration = meter.createHistogram('delay.handler.duration', { description: 'How long a handler run took, until it settled or timed out', unit: 's' });
     this.gauges = [
@@ -90,7 +101,7 @@ export class DelayMetrics implements OnModuleInit, OnApplicationShutdown {
 
   private count(event: DelayEvent): void {
     const attributes = this.attributesOf(event.topic);
-    this.counters.get(event.type)?.add(1, attributes.topic);
+    this.counters.get(event.type)?.add(event.size !== undefined && event.type.startsWith('recurring') ? event.size : 1, attributes.topic);
     if (event.type === 'fired') {
       if (event.dueAt) this.lateness?.record(Math.max(0, event.at.getTime() - event.dueAt.getTime()) / 1000, attributes.topic);
       this.started.set(runId(event), performance.now());

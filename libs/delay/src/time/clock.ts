@@ -14,8 +14,10 @@ export abstract class DelayClock {
    * Lets a driver tell the clock how to wait until the work it started has
    * settled. The system clock ignores it; the virtual clock awaits it after
    * each timer it fires, so `advance()` returns once handlers are done.
+   * `busy`, when given, counts the runs in flight, so the virtual clock can
+   * tell when every one of them waits on its own `sleep` (time then moves on).
    */
-  trackIdle(_whenIdle: () => Promise<void>): void {
+  trackIdle(_whenIdle: () => Promise<void>, _busy?: () => number): void {
     // Real time needs no settling.
   }
 }

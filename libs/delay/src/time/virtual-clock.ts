@@ -22,7 +22,9 @@ export class VirtualClock extends DelayClock {
   private current: number;
   private seq = 0;
   private readonly timers = new Set<VirtualTimer>();
-  private readonly idleWaiters: Array<() => Promise<void>> = [];
+  private readonly idleWaiters: Array<{ readonly whenIdle: () => Promise<void>; readonly busy: (() => number) | undefined }> = [];
+  /** Promises of `sleep` not yet resolved: runs that wait on this clock, not on real work. */
+  private sleepers = 0;
 
   constructor(start: Date | number = Date.now()) {
     super();
@@ -44,8 +46,24 @@ export class VirtualClock extends DelayClock {
     this.timers.delete(handle as VirtualTimer);
   }
 
-  override trackIdle(whenIdle: () => Promise<void>): void {
-    this.idleWaiters.push(whenIdle);
+  override trackIdle(whenIdle: () => Promise<void>, busy?: () => number): void {
+    this.idleWaiters.push({ whenIdle, busy });
+  }
+
+  /**
+   * Resolves after `duration` of virtual time: a handler's stand-in for long
+   * work (`await clock.sleep('90s')`). While every run in flight sleeps,
+   * `advance` goes on firing timers instead of waiting for them.
+   */
+  sleep(duration: Duration): Promise<void> {
+    const ms = parseDuration(duration);
+    this.sleepers++;
+    return new Promise<void>((resolve) => {
+      this.setTimer(() => {
+        this.sleepers--;
+        resolve();
+      }, ms);
+    });
   }
 
   /** Moves time forward by `duration`, firing what falls due on the way. */
@@ -73,7 +91,20 @@ export class VirtualClock extends DelayClock {
   /** Waits until every driver on this clock has nothing in flight. */
   async settle(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    for (const whenIdle of this.idleWaiters) await whenIdle();
+    if (this.sleepers === 0) {
+      for (const { whenIdle } of this.idleWaiters) await whenIdle();
+      return;
+    }
+    // Some runs sleep on this clock: settled once nothing else is in flight.
+    for (let spins = 0; this.busy() > this.sleepers; spins++) {
+      await new Promise<void>((resolve) => (spins < 100 ? setImmediate(resolve) : setTimeout(resolve, 1)));
+    }
+  }
+
+  private busy(): number {
+    let busy = 0;
+    for (const { busy: count } of this.idleWaiters) busy += count ? count() : 0;
+    return busy;
   }
 
   /** How many timers are waiting; useful to assert an idle driver arms at most one. */

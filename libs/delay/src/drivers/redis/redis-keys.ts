@@ -26,6 +26,10 @@ export interface TopicKeys {
   readonly claimPrefix: string;
   /** STRING whose existence pauses the topic on every instance (the claim script then starts nothing new). */
   readonly paused: string;
+  /** HASH recurring series key → keys of its occurrences that may still be waiting or running (advance-series.lua). */
+  readonly series: string;
+  /** ZSET: the recurring ticks among `due`, same scores, so a claim takes them without a handler slot. */
+  readonly ticks: string;
 }
 
 export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1): TopicKeys {
@@ -41,6 +45,8 @@ export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1):
     itemsPrefix: `${base}:items:`,
     claimPrefix: `${base}:claim:`,
     paused: `${base}:paused`,
+    series: `${base}:series`,
+    ticks: `${base}:ticks`,
   };
 }
 

@@ -11,6 +11,11 @@ import { TopicKeys } from './redis-keys';
 import { ClaimBudget } from './redis-claim-budget';
 import { quoteInput } from '../../utils/quote-input';
 
+/** Recurring ticks one claim takes besides its handler slots (claim.lua, KEYS[8]). */
+const TICKS_PER_CLAIM = 64;
+/** The items field claim.lua gives a tick taken besides the slots. */
+const TICK_MARK = '\u001e';
+
 /** How long to wait before trying Redis again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
@@ -168,8 +173,8 @@ export class RedisTopicConsumer {
       const { keys, leaseMs } = this.settings;
       reply = await this.connection.run<Array<string | number>>(
         'claim',
-        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused],
-        [Math.max(0, limit), firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix],
+        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks, keys.series],
+        [Math.max(0, limit), firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, TICKS_PER_CLAIM],
       );
       this.failures = 0;
       this.claimId = undefined;
@@ -189,15 +194,20 @@ export class RedisTopicConsumer {
     const now = Number(reply[0]);
     this.clockSkew.value = now - Date.now();
     let claimed = 0;
+    let ticks = 0;
     try {
-      for (let n = 2; n < reply.length; n += 3) {
-        claimed++;
+      for (let n = 3; n < reply.length; n += 3) {
+        const items = String(reply[n + 2]);
+        // A recurring tick taken besides the limit: it holds no handler slot.
+        const tick = items === TICK_MARK;
+        if (tick) ticks++;
+        else claimed++;
         try {
-          this.run(String(reply[n]), String(reply[n + 1]), String(reply[n + 2]), now);
+          this.run(String(reply[n]), String(reply[n + 1]), tick ? '' : items, now, tick);
         } catch (error) {
           // Data no version of this driver wrote: say so, and keep the topic going (its lease expires, then it ends dead).
           this.logger.error(`Cannot run ${quoteInput(this.settings.topic)} / ${quoteInput(String(reply[n]))}: ${describeError(error)}`);
-          this.settings.budget.give(1);
+          if (!tick) this.settings.budget.give(1);
         }
       }
     } finally {
@@ -209,12 +219,15 @@ export class RedisTopicConsumer {
     if (this.stopped) return;
 
     const next = Number(reply[1]);
+    const nextTick = Number(reply[2]);
     const nextAt = Math.min(next < 0 ? Infinity : next, this.wakeDuringClaim);
     this.backlog = (limit > 0 && claimed === limit) || (limit <= 0 && nextAt <= now);
-    if (this.claimAgain || (this.backlog && this.settings.budget.hasRoom)) {
+    if (this.claimAgain || (this.backlog && this.settings.budget.hasRoom) || ticks === TICKS_PER_CLAIM) {
       this.queueClaim();
     } else if (this.backlog) {
       this.settings.budget.waitForRoom(this.wakeForRoom);
+      // Ticks take no slot: the next one is claimed on time even while every slot is busy.
+      if (nextTick >= 0) this.armAt(Math.min(nextTick, now + this.settings.wakeCheckMs));
     } else {
       // Never sleep longer than the safety re-check, in case a wake-up is lost.
       this.armAt(Math.min(nextAt, now + this.settings.wakeCheckMs));
@@ -256,7 +269,7 @@ export class RedisTopicConsumer {
     return [...this.memberTokenPairs(), ...Array.from(this.settling, ([delivery, member]) => [member, delivery.token]).flat()];
   }
 
-  private run(member: string, text: string, items: string, now: number): void {
+  private run(member: string, text: string, items: string, now: number, tick = false): void {
     const envelope = parseEnvelope(text);
     const batch = isBatchEnvelope(envelope);
     const delivery: Delivery = {
@@ -279,7 +292,7 @@ export class RedisTopicConsumer {
         this.running.delete(delivery);
         this.settling.set(delivery, member);
         // Completions in one turn of the event loop share one claim (queueClaim), whichever shard gets the slot.
-        this.settings.budget.give(1);
+        if (!tick) this.settings.budget.give(1);
         recorded = this.settle(delivery, member, outcome);
       } catch (error) {
         // The run is over even so: it must not hold drain or renew its lease for ever. The dispatcher logs the error.

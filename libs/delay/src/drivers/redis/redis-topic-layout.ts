@@ -1,5 +1,6 @@
 import { TopicKeys, topicKeys } from './redis-keys';
 import { shardOf } from './redis-shard-hash';
+import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 
 /**
  * How one topic's actions are spread for one shard count: the keys of each
@@ -18,9 +19,15 @@ export class TopicLayout {
     this.shards = Array.from({ length: count }, (_, shard) => topicKeys(prefix, topic, shard, count));
   }
 
-  /** The keys of the shard that holds `key`. */
+  /**
+   * The keys of the shard that holds `key`. An occurrence of a recurring
+   * series (series key, U+001E, identity) lives in its series' shard, so the
+   * step that advances the series touches one slot.
+   */
   keysFor(key: string): TopicKeys {
-    return this.count === 1 ? this.shards[0] : this.shards[shardOf(key, this.count)];
+    if (this.count === 1) return this.shards[0];
+    const separator = key.indexOf(SERIES_SEPARATOR);
+    return this.shards[shardOf(separator < 0 ? key : key.slice(0, separator), this.count)];
   }
 
 }

@@ -2,6 +2,8 @@ import { Logger } from '@nestjs/common';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import {
+  AdvanceSeriesCommand,
+  AdvanceSeriesResult,
   CollectCommand,
   CollectResult,
   DelayConsumer,
@@ -292,6 +294,27 @@ export class RedisDriver implements DelayDriver {
       if (await this.control.runNow(layout.keysFor(key), key)) return true;
     }
     return false;
+  }
+
+  async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
+    const view = this.layouts.writable(command.topic) ?? (await this.layouts.load(command.topic, true));
+    // A series armed under another shard count is advanced where it lives (its occurrences share its shard).
+    const found = view.others.length > 0 && !('absent' in command.expect) ? await this.findIn(view.others, command.topic, command.key) : undefined;
+    const keys = found?.keys ?? view.current.keysFor(command.key);
+    const { expect, next } = command;
+    const [expectKind, expectValue] = 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', ''];
+    const [nextKind, nextValue, nextPayload] = next === null ? ['remove', 0, ''] : next === undefined ? ['keep', 0, ''] : [...dueArgs(next.due), next.payload];
+    const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
+    const reply = await this.connection.write<Reply>(
+      'advanceSeries',
+      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks],
+      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences],
+    );
+    if (Number(reply[0]) !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
+    const created = Number(reply[1]);
+    const skipped = Number(reply[2]);
+    const members = reply.slice(4).map(String);
+    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled: members.slice(created + skipped) };
   }
 
   health(): Promise<DriverHealth> {

@@ -5,6 +5,8 @@ import { LISTED_BATCH_ITEMS } from '../../delay.constants';
 import { batchItemBytes } from '../batch-item-bytes';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
+  AdvanceSeriesCommand,
+  AdvanceSeriesResult,
   CollectCommand,
   CollectResult,
   DelayConsumer,
@@ -49,6 +51,11 @@ class TopicState {
   readonly detached = new Set<number>();
   /** Due actions waiting for a free handler slot, oldest first. */
   readonly ready = new ActionQueue();
+
+  /** The ready queue `key` waits in. */
+  queueFor(key: string): ActionQueue {
+    return this.ticks.size > 0 && this.ticks.has(key) ? this.readyTicks : this.ready;
+  }
   readonly dead = new Map<string, StoredDeadAction>();
   /** Handlers allowed at once here; 0 while no handler consumes the topic. */
   concurrency = 0;
@@ -58,6 +65,13 @@ class TopicState {
   orphans = 0;
   paused = false;
   warnedUnhandled = false;
+  /** Recurring series key → keys of its occurrences that may still be waiting or running. */
+  readonly series = new Map<string, string[]>();
+  /** Keys of the recurring series' ticks: they wait in their own queue and take no handler slot. */
+  readonly ticks = new Set<string>();
+  readonly readyTicks = new ActionQueue();
+  /** Of `running`, the ticks. */
+  runningTicks = 0;
 
   constructor(
     readonly id: number,
@@ -79,6 +93,10 @@ export class WheelDriver implements SameTickDriver {
   readonly name = 'wheel';
   readonly horizonMs = DEFAULT_HORIZON_MS;
   readonly tickMs: number;
+  /** A recurrence may not be finer than the wheel's tick. */
+  get minRecurrenceMs(): number {
+    return this.tickMs;
+  }
 
   private readonly logger = new Logger(WheelDriver.name);
   private readonly clock: DelayClock;
@@ -104,7 +122,7 @@ export class WheelDriver implements SameTickDriver {
     }
     this.clock = options.clock ?? new SystemClock();
     this.wheel = new TimingWheel(this.arena, this.clock.now(), this.tickMs);
-    this.clock.trackIdle(() => this.whenIdle());
+    this.clock.trackIdle(() => this.whenIdle(), () => this.inFlight.size + (this.pumpQueued ? 1 : 0));
   }
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
@@ -343,6 +361,70 @@ export class WheelDriver implements SameTickDriver {
     return true;
   }
 
+  async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
+    return this.advanceSeriesNow(command);
+  }
+
+  /** One synchronous step, so nothing else can come between the check and the writes. */
+  private advanceSeriesNow(command: AdvanceSeriesCommand): AdvanceSeriesResult {
+    this.assertOpen();
+    const state = this.topic(command.topic);
+    const { arena } = this;
+    const tick = state.index.get(command.key);
+    const { expect } = command;
+    const holds =
+      'token' in expect
+        ? tick !== undefined && arena.where[tick] === RUNNING && String(arena.token[tick]) === expect.token
+        : 'payload' in expect
+          ? tick !== undefined && !isBatch(arena.payloads[tick]) && arena.payloads[tick] === expect.payload
+          : tick === undefined;
+    if (!holds) return { applied: false, created: [], skipped: [], cancelled: [] };
+    if (tick !== undefined && isBatch(arena.payloads[tick])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
+    const now = this.clock.now();
+    // The series' previous occurrences still waiting or running (a cancelled or finished one has left the index).
+    let alive: string[] = [];
+    let waiting = false;
+    for (const key of state.series.get(command.key) ?? []) {
+      const i = state.index.get(key);
+      if (i === undefined) continue;
+      alive.push(key);
+      if (arena.where[i] !== RUNNING) waiting = true;
+    }
+    const created: string[] = [];
+    const skipped: string[] = [];
+    const cancelled: string[] = [];
+    const { overlap } = command;
+    const refused = command.occurrences.length > 0 && ((overlap === 'skip' && alive.length > 0) || (overlap === 'bufferOne' && waiting));
+    if (command.occurrences.length > 0 && overlap === 'cancelPrevious') {
+      for (const key of alive) if (this.cancelNow(command.topic, key)) cancelled.push(key);
+      alive = [];
+    }
+    for (const occurrence of command.occurrences) {
+      if (refused || state.index.get(occurrence.key) !== undefined) {
+        skipped.push(occurrence.key);
+        continue;
+      }
+      const dueAt = resolveDueAt(occurrence.due, now, Infinity, this.horizonMs);
+      this.arm(state, occurrence.key, occurrence.payload, dueAt, undefined);
+      created.push(occurrence.key);
+    }
+    alive.push(...created);
+    if (command.next === null) {
+      if (tick !== undefined) this.cancelNow(command.topic, command.key);
+      state.series.delete(command.key);
+      state.ticks.delete(command.key);
+    } else {
+      if (command.next !== undefined) {
+        state.ticks.add(command.key);
+        const dueAt = resolveDueAt(command.next.due, now, Infinity, this.horizonMs);
+        this.arm(state, command.key, command.next.payload, dueAt, state.index.get(command.key));
+      }
+      if (alive.length > 0) state.series.set(command.key, alive);
+      else state.series.delete(command.key);
+    }
+    return { applied: true, created, skipped, cancelled };
+  }
+
   async health(): Promise<DriverHealth> {
     const now = this.clock.now();
     const topics: TopicHealth[] = [];
@@ -406,7 +488,7 @@ export class WheelDriver implements SameTickDriver {
     const deadline = this.wheel.insert(i);
     if (deadline < 0) {
       this.arena.where[i] = READY;
-      state.ready.push(this.arena, i);
+      state.queueFor(this.arena.keys[i] as string).push(this.arena, i);
       this.queuePump();
     } else if (deadline < this.timerTick) {
       this.armTimer(deadline);
@@ -432,7 +514,7 @@ export class WheelDriver implements SameTickDriver {
   private unfile(state: TopicState, i: number): void {
     const where = this.arena.where[i];
     if (where >= 0) this.wheel.remove(i);
-    else if (where === READY) state.ready.remove(this.arena, i);
+    else if (where === READY) state.queueFor(this.arena.keys[i] as string).remove(this.arena, i);
   }
 
   // ---- time ------------------------------------------------------------
@@ -459,7 +541,7 @@ export class WheelDriver implements SameTickDriver {
     this.wheel.advance(this.wheel.tickAt(this.clock.now()), (i) => {
       const state = this.topicsById[this.arena.topicId[i]];
       this.arena.where[i] = READY;
-      state.ready.push(this.arena, i);
+      state.queueFor(this.arena.keys[i] as string).push(this.arena, i);
       due++;
     });
     const next = this.wheel.nextDeadline();
@@ -479,7 +561,7 @@ export class WheelDriver implements SameTickDriver {
   }
 
   private pump(state: TopicState): void {
-    if (!this.dispatching || state.paused || state.ready.size === 0) return;
+    if (!this.dispatching || state.paused || state.ready.size + state.readyTicks.size === 0) return;
     if (state.concurrency === 0) {
       if (!state.warnedUnhandled) {
         state.warnedUnhandled = true;
@@ -487,7 +569,9 @@ export class WheelDriver implements SameTickDriver {
       }
       return;
     }
-    while (state.running < state.concurrency && state.ready.size > 0) {
+    // A tick is library work of a few microseconds: it never waits for a slot, so long handlers cannot hold a schedule back.
+    while (state.readyTicks.size > 0) this.run(state, state.readyTicks.shift(this.arena));
+    while (state.running - state.runningTicks < state.concurrency && state.ready.size > 0) {
       this.run(state, state.ready.shift(this.arena));
     }
   }
@@ -504,6 +588,8 @@ export class WheelDriver implements SameTickDriver {
     }
     arena.where[i] = RUNNING;
     state.running++;
+    const tick = state.ticks.size > 0 && state.ticks.has(key);
+    if (tick) state.runningTicks++;
     this.inFlight.enter();
     const delivery: Delivery = {
       topic: state.name,
@@ -518,6 +604,7 @@ export class WheelDriver implements SameTickDriver {
     };
     runDelivery(consumer, delivery, (outcome) => {
       state.running--;
+      if (tick) state.runningTicks--;
       try {
         this.settle(state, i, delivery, outcome);
       } finally {

@@ -19,16 +19,24 @@ KEYS[6] the record of this instance's previous claim, whose reply arrived:
         no longer needed, deleted (a record otherwise expires with its lease)
 KEYS[7] paused STRING: while it exists nothing new is claimed and next is
         -1 (a resume publishes a wake); a lost reply is still handed back
+KEYS[8] ticks ZSET: recurring ticks among due (same scores); up to ARGV[4]
+        due ones are taken besides the limit: a tick is library work that
+        takes no handler slot, so long handlers cannot hold a schedule back
+KEYS[9] series HASH: a member that is a field is a recurring tick (an expired
+        tick's lease puts it back in ticks too)
 ARGV[1] limit: how many to claim at most
 ARGV[2] lease, ms
 ARGV[3] items key prefix (a batch's items live at prefix .. member, same hash tag)
+ARGV[4] how many due ticks to take besides the limit
 
 A batch sealed by collect (maxItems) leaves the key's index of sealed
 batches once claimed: cancel(key) no longer reaches a batch that started.
 
-Returns {now, next, member1, envelope1, items1, member2, ...}
+Returns {now, next, nextTick, member1, envelope1, items1, member2, ...}
   next: when this topic next needs a look (earliest due time or lease
-  expiry left), -1 if nothing is pending. itemsN is '' for a single action.
+  expiry left), -1 if nothing is pending; nextTick: the earliest tick left,
+  -1 if none. itemsN is '' for a single action, "\30" for a tick taken
+  besides the limit.
 ]]
 --@include clock
 --@include encoding
@@ -38,6 +46,8 @@ local limit = tonumber(ARGV[1])
 local leaseUntil = now + tonumber(ARGV[2])
 local itemsPrefix = ARGV[3]
 
+local hasTicks = redis.call('EXISTS', KEYS[8]) == 1
+local hasSeries = redis.call('EXISTS', KEYS[9]) == 1
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 100)
 for _, member in ipairs(expired) do
   redis.call('ZREM', KEYS[3], member)
@@ -47,16 +57,21 @@ for _, member in ipairs(expired) do
     local token = mintToken(KEYS[4]) .. traceOf(old)
     redis.call('HSET', KEYS[2], member, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
     redis.call('ZADD', KEYS[1], now, member)
+    if hasSeries and redis.call('HEXISTS', KEYS[9], member) == 1 then
+      redis.call('ZADD', KEYS[8], now, member)
+      hasTicks = true
+    end
   end
 end
 
 redis.call('DEL', KEYS[6])
 local paused = redis.call('EXISTS', KEYS[7]) == 1
 
-local result = {now, -1}
-local function hand(member, envelope)
+local result = {now, -1, -1}
+local function hand(member, envelope, tick)
   local items = ''
-  if string.match(envelope, '^[^|]*|[^|]*|[^|]*|#') then items = redis.call('GET', itemsPrefix .. member) or '' end
+  if tick then items = '\30'
+  elseif string.match(envelope, '^[^|]*|[^|]*|[^|]*|#') then items = redis.call('GET', itemsPrefix .. member) or '' end
   redis.call('ZADD', KEYS[3], leaseUntil, member)
   result[#result + 1] = member
   result[#result + 1] = envelope
@@ -75,10 +90,12 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
       hand(member, envelope)
     end
   end
-elseif limit > 0 and not paused then
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+elseif not paused then
+  local due = {}
+  if limit > 0 then due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit) end
   for _, member in ipairs(due) do
     redis.call('ZREM', KEYS[1], member)
+    if hasTicks then redis.call('ZREM', KEYS[8], member) end
     local envelope = redis.call('HGET', KEYS[2], member)
     if envelope then
       local token, _, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
@@ -98,7 +115,24 @@ elseif limit > 0 and not paused then
       redis.call('RPUSH', KEYS[5], member, token)
     end
   end
-  if #result > 2 then redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[2])) end
+  if hasTicks then
+    for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))) do
+      redis.call('ZREM', KEYS[8], member)
+      -- Only a tick still due in due: cancel leaves a stale copy here, reschedule a stale score.
+      local score = redis.call('ZSCORE', KEYS[1], member)
+      if score and tonumber(score) > now then
+        redis.call('ZADD', KEYS[8], score, member)
+      elseif score then
+        redis.call('ZREM', KEYS[1], member)
+        local envelope = redis.call('HGET', KEYS[2], member)
+        if envelope then
+          hand(member, envelope, true)
+          redis.call('RPUSH', KEYS[5], member, string.match(envelope, '^([^|]*)|'))
+        end
+      end
+    end
+  end
+  if #result > 3 then redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[2])) end
 end
 
 local nextDue = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -108,4 +142,8 @@ if nextDue[2] then nextAt = tonumber(nextDue[2]) end
 if nextLease[2] and (nextAt < 0 or tonumber(nextLease[2]) < nextAt) then nextAt = tonumber(nextLease[2]) end
 if paused then nextAt = -1 end
 result[2] = nextAt
+if hasTicks and not paused then
+  local nextTick = redis.call('ZRANGE', KEYS[8], 0, 0, 'WITHSCORES')
+  if nextTick[2] then result[3] = tonumber(nextTick[2]) end
+end
 return result

@@ -1,0 +1,132 @@
+--[[
+advance-series: the one atomic step of a recurring series (see the
+advanceSeries contract in delay-driver.interface.ts). The series' tick is
+the ordinary action under the series key; its occurrences are actions of the
+same topic under the series key, U+001E and an identity. All live in the
+same shard (the shard hash of an occurrence key is that of its series key).
+
+KEYS[1] due ZSET
+KEYS[2] env HASH
+KEYS[3] active ZSET
+KEYS[4] seq STRING    the last arming token minted (include/token.lua)
+KEYS[5] series HASH   field = series key, value = keys of its occurrences that
+                      may still be waiting or running, joined by "\31"
+KEYS[6] ticks ZSET    the series' ticks waiting in due, same score: claim.lua
+                      takes them without a handler slot
+
+ARGV[1] series key
+ARGV[2] 'token', 'payload' or 'absent': what must hold for anything to change
+ARGV[3] the tick's token field (acks compare the whole field), or its payload
+ARGV[4] overlap: 'skip', 'bufferOne', 'allow' or 'cancelPrevious'
+ARGV[5] next: 'keep', 'remove', 'delay' or 'at'
+ARGV[6] the delay or the absolute due time of the tick, ms
+ARGV[7] the tick's payload
+ARGV[8] wake channel
+ARGV[9] how many occurrences follow, then per occurrence 4 values:
+        key, 'delay' or 'at', ms, payload ('' for none)
+
+Returns {0} when the condition did not hold (nothing changed), else
+{1, created, skipped, cancelled, key...}: the counts, then the keys of the
+created, skipped and cancelled occurrences in that order.
+Time is the Redis server's (TIME).
+]]
+--@include clock
+--@include encoding
+--@include token
+local now, micros = serverTime()
+local key = ARGV[1]
+
+local envelope = redis.call('HGET', KEYS[2], key)
+if ARGV[2] == 'absent' then
+  if envelope then return {0} end
+else
+  if not envelope then return {0} end
+  local token, payload = string.match(envelope, '^([^|]*)|[^|]*|[^|]*|(.*)$')
+  if ARGV[2] == 'token' then
+    if token ~= ARGV[3] or not redis.call('ZSCORE', KEYS[3], key) then return {0} end
+  elseif payload ~= ARGV[3] then
+    return {0}
+  end
+end
+
+local function dueOf(kind, ms)
+  if kind == 'delay' then return now + tonumber(ms) end
+  return tonumber(ms)
+end
+
+-- The previous occurrences still waiting or running (a finished or cancelled one has no envelope).
+local alive = {}
+local waiting = false
+local listed = redis.call('HGET', KEYS[5], key)
+if listed and listed ~= '' then
+  for member in string.gmatch(listed, '[^\31]+') do
+    if redis.call('HEXISTS', KEYS[2], member) == 1 then
+      alive[#alive + 1] = member
+      if not redis.call('ZSCORE', KEYS[3], member) then waiting = true end
+    end
+  end
+end
+
+local count = tonumber(ARGV[9])
+local overlap = ARGV[4]
+local refused = count > 0 and ((overlap == 'skip' and #alive > 0) or (overlap == 'bufferOne' and waiting))
+local cancelled = {}
+if count > 0 and overlap == 'cancelPrevious' then
+  for _, member in ipairs(alive) do
+    redis.call('HDEL', KEYS[2], member)
+    redis.call('ZREM', KEYS[1], member)
+    redis.call('ZREM', KEYS[3], member)
+    cancelled[#cancelled + 1] = member
+  end
+  alive = {}
+end
+
+local earliest = nil
+local created, skipped = {}, {}
+for n = 0, count - 1 do
+  local base = 10 + n * 4
+  local member = ARGV[base]
+  if refused or redis.call('HEXISTS', KEYS[2], member) == 1 then
+    skipped[#skipped + 1] = member
+  else
+    local dueAt = dueOf(ARGV[base + 1], ARGV[base + 2])
+    redis.call('HSET', KEYS[2], member, mintToken(KEYS[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. ARGV[base + 3])
+    redis.call('ZADD', KEYS[1], dueAt, member)
+    if not earliest or dueAt < earliest then earliest = dueAt end
+    created[#created + 1] = member
+    alive[#alive + 1] = member
+  end
+end
+
+local nextKind = ARGV[5]
+if nextKind == 'remove' then
+  redis.call('HDEL', KEYS[2], key)
+  redis.call('ZREM', KEYS[1], key)
+  redis.call('ZREM', KEYS[3], key)
+  redis.call('HDEL', KEYS[5], key)
+  redis.call('ZREM', KEYS[6], key)
+else
+  if nextKind ~= 'keep' then
+    local dueAt = dueOf(nextKind, ARGV[6])
+    redis.call('HSET', KEYS[2], key, mintToken(KEYS[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. ARGV[7])
+    -- A run of the tick still going loses its lease; its ack will not match the new token.
+    redis.call('ZREM', KEYS[3], key)
+    redis.call('ZADD', KEYS[1], dueAt, key)
+    redis.call('ZADD', KEYS[6], dueAt, key)
+    -- Consumers whose slots are all busy sleep until a slot frees or a wake: a tick needs no slot, so tell them.
+    local firstTick = redis.call('ZRANGE', KEYS[6], 0, 0)
+    if firstTick[1] == key then redis.call('PUBLISH', ARGV[8], string.format('%d', dueAt)) end
+  end
+  redis.call('HSET', KEYS[5], key, table.concat(alive, '\31'))
+end
+
+if earliest then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if first[2] and tonumber(first[2]) >= earliest then redis.call('PUBLISH', ARGV[8], string.format('%d', earliest)) end
+end
+
+local result = {1, #created, #skipped, #cancelled}
+for _, member in ipairs(created) do result[#result + 1] = member end
+for _, member in ipairs(skipped) do result[#result + 1] = member end
+for _, member in ipairs(cancelled) do result[#result + 1] = member end
+return result

@@ -1,0 +1,74 @@
+import type { OverlapPolicy } from '../interfaces/delay-driver.interface';
+import type { DelayHandlerOptions } from '../interfaces/delay-handler-options.interface';
+import type { Duration } from '../time/duration';
+import type { RecurrenceSpec } from './recurrence-spec';
+
+export type { OverlapPolicy } from '../interfaces/delay-driver.interface';
+
+/**
+ * What a schedule does about occurrences whose time passed while nothing
+ * could fire them (every instance down, the topic or the schedule paused).
+ * An occurrence is missed once its tick runs more than a minute after it, or
+ * after a later occurrence is also due.
+ * - `'skip'`: missed occurrences do not run;
+ * - `'once'` (default): they run as one, the latest of them;
+ * - `'all'`: each runs (at most 1000 per catch-up, the latest);
+ * - `{ within }`: those missed by at most `within` run.
+ */
+export type MissedRunPolicy = 'skip' | 'once' | 'all' | { readonly within: Duration };
+
+/** How a schedule runs, besides when: missed runs, overlap, jitter and the payload its occurrences carry. */
+export interface RecurringPolicies<TPayload = unknown> {
+  /** Default `'once'`. */
+  readonly missed?: MissedRunPolicy;
+  /**
+   * What a new occurrence does when a previous one of the same schedule is
+   * still waiting or running: `'skip'` (default) does not create it,
+   * `'bufferOne'` creates it only if none is waiting (one may queue behind a
+   * running one), `'allow'` always creates it, `'cancelPrevious'` cancels the
+   * previous ones first (a running handler is not interrupted; its outcome is
+   * ignored).
+   */
+  readonly overlap?: OverlapPolicy;
+  /** Each occurrence is delayed by the same pseudo-random amount in [0, jitter), derived from topic and key, so schedules set for the same minute spread out. Default 0. */
+  readonly jitter?: Duration;
+  /** Handed to the handler of every occurrence (JSON). */
+  readonly payload?: TPayload;
+}
+
+/** A schedule as `upsertRecurring` takes it: when (cron or interval) and how. */
+export type RecurringOptions<TPayload = unknown> = RecurrenceSpec & RecurringPolicies<TPayload>;
+
+/** `@Recurring(topic, options)`: the schedule, its key (default `'default'`) and the handler's options. */
+export type RecurringDeclaration = RecurringOptions & DelayHandlerOptions & { readonly key?: string };
+
+/** A schedule as `getRecurring` and `listRecurring` report it. */
+export interface RecurringSchedule<TPayload = unknown> {
+  readonly topic: string;
+  readonly key: string;
+  /** The recurrence with its defaults filled in. */
+  readonly recurrence: RecurrenceSpec;
+  readonly missed: MissedRunPolicy;
+  readonly overlap: OverlapPolicy;
+  readonly jitterMs: number;
+  readonly payload: TPayload | undefined;
+  readonly paused: boolean;
+  /** When the next occurrence is due (before jitter); null while paused, or when the schedule has just been changed and its next time is being computed. */
+  readonly nextRunAt: Date | null;
+  /** The scheduled time of the latest occurrence reached (fired, or missed by policy); null before the first. */
+  readonly lastRunAt: Date | null;
+  /** Declared in code by @Recurring (reconciled at every bootstrap) rather than by upsertRecurring. */
+  readonly declared: boolean;
+}
+
+/** What a recurring handler's context says about the occurrence it runs. */
+export interface RecurringOccurrence {
+  /** The occurrence's own key: the schedule's key, U+001E and its identity. Events and listings name this key. */
+  readonly key: string;
+  /** The time it was scheduled for (jitter not included); for runRecurringNow, when it was asked. */
+  readonly scheduledAt: Date;
+  /** How late this run started after `scheduledAt`, in ms (jitter, missed-run catch-up, retries included). */
+  readonly lateMs: number;
+  /** True for an extra run asked by runRecurringNow. */
+  readonly runNow: boolean;
+}

@@ -1,0 +1,191 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from '../delay.constants';
+import { ResolvedDelayOptions } from '../delay.module-definition';
+import { InvalidKeyError } from '../errors/invalid-key.error';
+import { RecurringTopicError } from '../errors/recurring-topic.error';
+import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
+import { AdvanceSeriesCommand, DelayDriver, StoredAction } from '../interfaces/delay-driver.interface';
+import { DelayClock } from '../time/clock';
+import { quoteInput } from '../utils/quote-input';
+import { validateKey, validateTopic } from '../validation/action-input';
+import { parsePayload, serializePayload } from '../validation/payload-json';
+import { isTickKey, MAX_SERIES_KEY_LENGTH, occurrenceKey, SERIES_SEPARATOR } from './occurrence-key';
+import { RecurringOptions, RecurringSchedule } from './recurring-options';
+import { PAUSED_TICK_DELAY_MS } from './recurring-ticker';
+import { checkRecurringOptions } from './check-recurring-options';
+import { decodeSeriesState, encodeSeriesState, missedOf, recurrenceOf, sameSpec, SeriesState } from './series-state';
+
+/** Compare-and-set rounds before a write gives up to a concurrent writer of the same schedule. */
+const MAX_ROUNDS = 8;
+const LIST_PAGE = 1000;
+
+type Change = { readonly next: AdvanceSeriesCommand['next']; readonly occurrences?: AdvanceSeriesCommand['occurrences'] } | 'none';
+
+/**
+ * The per-key operations on recurring schedules (upsert, remove, pause,
+ * resume, run now, read), for every driver alike. Each reads the schedule's
+ * tick and writes with advanceSeries conditioned on the payload it read, so
+ * a concurrent tick or writer makes it read again rather than overwrite.
+ */
+@Injectable()
+export class RecurringSchedules {
+  private readonly logger = new Logger(RecurringSchedules.name);
+
+  constructor(
+    @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
+    @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
+    private readonly clock: DelayClock,
+  ) {}
+
+  /** The smallest spacing the driver accepts: the wheel's tick, 1 s otherwise. */
+  get minIntervalMs(): number {
+    return this.driver.minRecurrenceMs ?? 1000;
+  }
+
+  /**
+   * Creates the schedule, or changes it. A changed recurrence applies from
+   * the next occurrence after now (nothing between the last occurrence and
+   * now fires because of it); changed policies or payload keep the next time.
+   */
+  async upsert<TPayload>(topic: string, key: string, options: RecurringOptions<TPayload>, declared = false): Promise<RecurringSchedule<TPayload>> {
+    validateTopic(topic);
+    validateSeriesKey(key);
+    const checked = checkRecurringOptions(options, this.minIntervalMs);
+    const payload = serializePayload(options.payload, this.options.maxPayloadBytes);
+    const wanted = { spec: checked.compiled.spec, missed: checked.missed, overlap: checked.overlap, jitterMs: checked.jitterMs, payload, declared };
+    const stored = await this.write(topic, key, (state, action) => {
+      if (!state || !action) {
+        const fresh: SeriesState = { v: 1, ...wanted, last: null, reset: true, paused: false };
+        return { next: { due: { delayMs: 0 }, payload: encodeSeriesState(fresh) } };
+      }
+      const updated: SeriesState = { ...state, ...wanted, reset: state.reset || !sameSpec(state.spec, wanted.spec) };
+      if (encodeSeriesState(updated) === action.payload) return 'none';
+      if (updated.paused) return { next: { due: { delayMs: PAUSED_TICK_DELAY_MS }, payload: encodeSeriesState(updated) } };
+      // A changed recurrence: the tick runs now and plans from now. Otherwise it keeps its time.
+      const due = updated.reset ? { delayMs: 0 } : { atMs: action.dueAt };
+      return { next: { due, payload: encodeSeriesState(updated) } };
+    });
+    return this.view<TPayload>(stored as StoredAction);
+  }
+
+  /** Removes the schedule: no further occurrence. Occurrences already created still run. True if there was one. */
+  async remove(topic: string, key: string): Promise<boolean> {
+    validateTopic(topic);
+    validateSeriesKey(key);
+    let existed = false;
+    await this.write(topic, key, (state) => {
+      existed = state !== undefined;
+      return state ? { next: null } : 'none';
+    });
+    return existed;
+  }
+
+  /** No occurrence fires until resume (then the missed-run policy applies). True if it was running. */
+  async pause(topic: string, key: string): Promise<boolean> {
+    return this.setPaused(topic, key, true);
+  }
+
+  async resume(topic: string, key: string): Promise<boolean> {
+    return this.setPaused(topic, key, false);
+  }
+
+  private async setPaused(topic: string, key: string, paused: boolean): Promise<boolean> {
+    validateTopic(topic);
+    validateSeriesKey(key);
+    let changed = false;
+    await this.write(topic, key, (state) => {
+      changed = state !== undefined && state.paused !== paused;
+      if (!state || !changed) return 'none';
+      const payload = encodeSeriesState({ ...state, paused });
+      return { next: { due: { delayMs: paused ? PAUSED_TICK_DELAY_MS : 0 }, payload } };
+    });
+    return changed;
+  }
+
+  /**
+   * Creates one extra occurrence, due now, without moving the schedule's
+   * cadence (its overlap policy does not apply). False if there is no such schedule.
+   */
+  async runNow(topic: string, key: string): Promise<boolean> {
+    validateTopic(topic);
+    validateSeriesKey(key);
+    let found = false;
+    const at = this.clock.now();
+    await this.write(topic, key, (state) => {
+      found = state !== undefined;
+      if (!state) return 'none';
+      return { next: undefined, occurrences: [{ key: occurrenceKey(key, at, true), due: { delayMs: 0 }, payload: state.payload }] };
+    }, 'allow');
+    return found;
+  }
+
+  async get<TPayload>(topic: string, key: string): Promise<RecurringSchedule<TPayload> | null> {
+    validateTopic(topic);
+    validateSeriesKey(key);
+    const action = await this.driver.get(topic, key);
+    return action && decodeSeriesState(action.payload) ? this.view<TPayload>(action) : null;
+  }
+
+  /** Every schedule of the topic, by key. */
+  async list<TPayload>(topic: string): Promise<Array<RecurringSchedule<TPayload>>> {
+    validateTopic(topic);
+    const schedules: Array<RecurringSchedule<TPayload>> = [];
+    for (let offset = 0; ; offset += LIST_PAGE) {
+      const page = await this.driver.list(topic, { offset, limit: LIST_PAGE });
+      for (const action of page) if (isTickKey(action.key) && decodeSeriesState(action.payload)) schedules.push(this.view<TPayload>(action));
+      if (page.length < LIST_PAGE) break;
+    }
+    return schedules.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /**
+   * Reads the tick, asks `decide` what to write, and writes it on condition
+   * that the tick is still what was read. Returns the tick as read (undefined if none) in the last round.
+   */
+  private async write(
+    topic: string,
+    key: string,
+    decide: (state: SeriesState | undefined, action: StoredAction | undefined) => Change,
+    overlap: AdvanceSeriesCommand['overlap'] = 'allow',
+  ): Promise<StoredAction | null> {
+    const { driver } = this;
+    if (!driver.advanceSeries) throw new UnsupportedOperationError('recurring actions', driver.name);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const action = (await driver.get(topic, key)) ?? undefined;
+      const state = action ? decodeSeriesState(action.payload) : undefined;
+      if (action && !state) throw new RecurringTopicError(topic, `key ${quoteInput(key)} holds an action that is no recurring schedule`);
+      const change = decide(state, action);
+      if (change === 'none') return action ?? null;
+      const expect = action ? { payload: action.payload as string } : { absent: true as const };
+      const result = await driver.advanceSeries({ topic, key, expect, overlap, occurrences: change.occurrences ?? [], next: change.next });
+      if (result.applied) return change.next ? driver.get(topic, key) : null;
+    }
+    this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} changed ${MAX_ROUNDS} times while being written`);
+    throw new RecurringTopicError(topic, `schedule ${quoteInput(key)} kept changing while being written; try again`);
+  }
+
+  private view<TPayload>(action: StoredAction): RecurringSchedule<TPayload> {
+    const state = decodeSeriesState(action.payload) as SeriesState;
+    return {
+      topic: action.topic,
+      key: action.key,
+      recurrence: recurrenceOf(state.spec),
+      missed: missedOf(state.missed),
+      overlap: state.overlap,
+      jitterMs: state.jitterMs,
+      payload: parsePayload(state.payload) as TPayload | undefined,
+      paused: state.paused,
+      nextRunAt: state.paused ? null : new Date(action.dueAt),
+      lastRunAt: state.last === null ? null : new Date(state.last),
+      declared: state.declared,
+    };
+  }
+}
+
+/** A schedule key: a valid key without U+001E (it separates a schedule's key from its occurrences'), short enough for an occurrence key. */
+export function validateSeriesKey(key: unknown): string {
+  const valid = validateKey(key);
+  if (valid.includes(SERIES_SEPARATOR)) throw new InvalidKeyError(key, 'contains U+001E, which is reserved for the occurrences of a recurring schedule');
+  if (valid.length > MAX_SERIES_KEY_LENGTH) throw new InvalidKeyError(key, `a recurring schedule's key may be at most ${MAX_SERIES_KEY_LENGTH} characters`);
+  return valid;
+}

@@ -1,0 +1,106 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DELAY_DRIVER } from '../delay.constants';
+import { DelayEventBus } from '../delay-event.bus';
+import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
+import { AdvanceSeriesCommand, DelayDriver, Delivery, DeliveryOutcome, SeriesOccurrence } from '../interfaces/delay-driver.interface';
+import { describeError } from '../utils/describe-error';
+import { quoteInput } from '../utils/quote-input';
+import { compileRecurrence, NormalizedRecurrence } from './compile-recurrence';
+import type { NextOccurrence } from './next-occurrence';
+import { occurrenceKey } from './occurrence-key';
+import { decodeSeriesState, encodeSeriesState, recurrenceOf, SeriesState } from './series-state';
+import { seriesJitterMs } from './series-jitter';
+import { planTick } from './tick-plan';
+
+/** A tick whose advance failed (store unreachable) is tried again this soon; a tick is never dead-lettered. */
+export const TICK_RETRY_MS = 1_000;
+/** A paused schedule's tick is parked this far ahead; resume brings it back. */
+export const PAUSED_TICK_DELAY_MS = 50 * 365 * 86_400_000;
+const COMPILED_CACHE_SIZE = 1024;
+
+/**
+ * Runs the tick of a recurring series, for every driver alike: from the
+ * tick's state and the driver's time (the delivery's `firedAt`), plans the
+ * occurrences to fire and the next tick, and applies both with the driver's
+ * one atomic advanceSeries, conditioned on the tick's token. A tick run twice
+ * (a crash between claim and advance, a lost reply) plans the same thing, and
+ * only one of the runs can hold the token.
+ */
+@Injectable()
+export class RecurringTicker {
+  private readonly logger = new Logger(RecurringTicker.name);
+  private readonly compiled = new Map<string, NextOccurrence>();
+
+  constructor(
+    @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
+    private readonly events: DelayEventBus,
+  ) {}
+
+  /** Never rejects: a failure becomes a retry of the tick. */
+  async tick(delivery: Delivery): Promise<DeliveryOutcome> {
+    try {
+      await this.advance(delivery);
+      return { kind: 'completed' };
+    } catch (error) {
+      const message = describeError(error);
+      this.logger.warn(`Tick of recurring ${quoteInput(delivery.topic)} / ${quoteInput(delivery.key)} failed, trying again in ${TICK_RETRY_MS} ms: ${message}`);
+      return { kind: 'retry', delayMs: TICK_RETRY_MS, error: message };
+    }
+  }
+
+  private async advance(delivery: Delivery): Promise<void> {
+    const { driver } = this;
+    if (!driver.advanceSeries) throw new UnsupportedOperationError('recurring actions', driver.name);
+    const { topic, key } = delivery;
+    const state = decodeSeriesState(delivery.payload);
+    if (!state) {
+      // Not a tick this library armed (an action scheduled by hand on a recurring topic): nothing to advance.
+      this.logger.error(`Action ${quoteInput(key)} of recurring topic ${quoteInput(topic)} is no schedule's tick; it is dropped`);
+      return;
+    }
+    const now = delivery.firedAt;
+    if (state.paused) {
+      await driver.advanceSeries({ topic, key, expect: { token: delivery.token }, occurrences: [], overlap: state.overlap, next: { due: { delayMs: PAUSED_TICK_DELAY_MS }, payload: delivery.payload as string } });
+      return;
+    }
+    const from = state.reset || state.last === null ? Math.max(state.last ?? -Infinity, delivery.dueAt) : state.last;
+    const plan = planTick(this.recurrence(state.spec), state.missed, from, now);
+    const jitter = seriesJitterMs(topic, key, state.jitterMs);
+    const occurrences: SeriesOccurrence[] = plan.fire.map((instant) => ({ key: occurrenceKey(key, instant), due: { atMs: instant + jitter }, payload: state.payload }));
+    const nextState: SeriesState = { ...state, last: plan.last, reset: false };
+    const command: AdvanceSeriesCommand = {
+      topic,
+      key,
+      expect: { token: delivery.token },
+      occurrences,
+      overlap: state.overlap,
+      next: plan.next === null ? null : { due: { atMs: plan.next }, payload: encodeSeriesState(nextState) },
+    };
+    const result = await driver.advanceSeries(command);
+    if (!result.applied) return;
+    const { events } = this;
+    if (plan.missed > 0) {
+      this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)}: ${plan.missed} occurrence(s) missed (policy ${state.missed.kind})`);
+      events.emit(() => ({ type: 'recurringMissed', topic, key, size: plan.missed }));
+    }
+    if (result.created.length > 0) events.emit(() => ({ type: 'recurringFired', topic, key, size: result.created.length }));
+    if (result.skipped.length > 0) events.emit(() => ({ type: 'recurringSkipped', topic, key, size: result.skipped.length }));
+    for (const cancelled of result.cancelled) events.emit(() => ({ type: 'cancelled', topic, key: cancelled }));
+    if (plan.next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
+  }
+
+  private recurrence(spec: NormalizedRecurrence): NextOccurrence {
+    const id = JSON.stringify(spec);
+    let compiled = this.compiled.get(id);
+    if (!compiled) {
+      compiled = compileRecurrence(recurrenceOf(spec), { minIntervalMs: 0 });
+      if (this.compiled.size >= COMPILED_CACHE_SIZE) this.compiled.delete(this.compiled.keys().next().value as string);
+      this.compiled.set(id, compiled);
+    } else {
+      // Most recently used last.
+      this.compiled.delete(id);
+      this.compiled.set(id, compiled);
+    }
+    return compiled;
+  }
+}

@@ -1,0 +1,158 @@
+import { INestApplication, Injectable } from '@nestjs/common';
+import { DelayContext, DelayEvent, DelayService, OnRecurring } from 'nestjs-delay';
+import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { TestRedisServer } from '../support/redis-server';
+
+interface Run {
+  readonly key: string;
+  readonly scheduledAt: number;
+  readonly runNow: boolean;
+  readonly at: number;
+}
+
+@Injectable()
+class Reports {
+  readonly runs: Run[] = [];
+
+  @OnRecurring('reports.every')
+  run({ key, occurrence, firedAt }: DelayContext): void {
+    this.runs.push({ key, scheduledAt: occurrence?.scheduledAt.getTime() ?? NaN, runNow: occurrence?.runNow ?? false, at: firedAt.getTime() });
+  }
+
+  of(key: string, scheduled = true): Run[] {
+    return this.runs.filter((run) => run.key === key && run.runNow !== scheduled);
+  }
+}
+
+@Injectable()
+class Slow {
+  started = 0;
+
+  @OnRecurring('slow.every', { concurrency: 1 })
+  async run(): Promise<void> {
+    this.started++;
+    await sleep(3_000);
+  }
+}
+
+/** Each scheduled instant ran at most once. */
+function expectNoDuplicates(runs: readonly Run[]): void {
+  const ids = runs.map((run) => `${run.key}@${run.scheduledAt}@${run.runNow}`);
+  expect(ids.length - new Set(ids).size).toBe(0);
+}
+
+describe('recurring schedules on the Redis driver (real redis-server)', () => {
+  let redis: TestRedisServer;
+  let app: INestApplication | undefined;
+
+  beforeAll(async () => {
+    redis = await TestRedisServer.start({ appendonly: true });
+  });
+  afterAll(async () => {
+    await redis.dispose();
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  async function boot(prefix: string, shards = 1): Promise<{ delay: DelayService; reports: Reports }> {
+    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix, shards }, shutdownTimeout: '1s' }, [Reports, Slow]);
+    return { delay: app.get(DelayService), reports: app.get(Reports) };
+  }
+
+  it.each([1, 4])('upsert, get, list, pause, resume, run now and remove, %d shard(s)', async (shards) => {
+    const { delay, reports } = await boot(`ops${shards}`, shards);
+    const created = await delay.upsertRecurring('reports.every', 'a', { every: '1s', payload: { n: 1 } });
+    expect(created).toMatchObject({ key: 'a', recurrence: { every: 1000, anchor: 0 }, missed: 'once', overlap: 'skip', paused: false, declared: false, payload: { n: 1 } });
+    await delay.upsertRecurring('reports.every', 'b', { cron: '* * * * * *', timeZone: 'Europe/Paris' });
+    await pollUntil(() => reports.of('a').length >= 3 && reports.of('b').length >= 3, 'three occurrences of each', 15_000);
+    // Occurrences are whole seconds, in order, and never late by more than a generous bound.
+    for (const key of ['a', 'b']) {
+      const runs = reports.of(key);
+      expect(runs.every((run) => run.scheduledAt % 1000 === 0)).toBe(true);
+      for (let n = 1; n < runs.length; n++) expect(runs[n].scheduledAt).toBeGreaterThan(runs[n - 1].scheduledAt);
+      expect(runs.every((run) => run.at >= run.scheduledAt && run.at - run.scheduledAt < 5_000)).toBe(true);
+    }
+    const listed = await delay.listRecurring('reports.every');
+    expect(listed.map((schedule) => schedule.key)).toEqual(['a', 'b']);
+    expect(listed[0].lastRunAt?.getTime()).toBeGreaterThanOrEqual(reports.of('a')[0].scheduledAt);
+
+    expect(await delay.pauseRecurring('reports.every', 'a')).toBe(true);
+    expect(await delay.getRecurring('reports.every', 'a')).toMatchObject({ paused: true, nextRunAt: null });
+    await sleep(300); // an occurrence created just before the pause may still start
+    const whilePaused = reports.of('a').length;
+    await sleep(2_500);
+    expect(reports.of('a').length).toBe(whilePaused);
+    expect(await delay.resumeRecurring('reports.every', 'a')).toBe(true);
+    // missed 'once': the two or three seconds missed run as one, then the cadence goes on.
+    await pollUntil(() => reports.of('a').length >= whilePaused + 1, 'the catch-up run', 10_000);
+    const catchUp = reports.of('a')[whilePaused];
+    expect(catchUp.at - catchUp.scheduledAt).toBeLessThan(1_500);
+    await pollUntil(() => reports.of('a').length >= whilePaused + 2, 'the cadence after resume', 10_000);
+
+    expect(await delay.runRecurringNow('reports.every', 'a')).toBe(true);
+    await pollUntil(() => reports.of('a', false).length === 1, 'the extra run', 10_000);
+
+    expect(await delay.removeRecurring('reports.every', 'a')).toBe(true);
+    expect(await delay.getRecurring('reports.every', 'a')).toBeNull();
+    await sleep(300);
+    const afterRemove = reports.of('a').length;
+    await sleep(2_000);
+    expect(reports.of('a').length).toBe(afterRemove);
+    expect(reports.of('b').length).toBeGreaterThan(3);
+    expectNoDuplicates(reports.runs);
+  }, 60_000);
+
+  it('a schedule survives a Redis restart with append-only persistence, with no occurrence run twice', async () => {
+    const { delay, reports } = await boot('restart');
+    await delay.upsertRecurring('reports.every', 'r', { every: '1s', missed: 'all', overlap: 'allow' });
+    await pollUntil(() => reports.of('r').length >= 2, 'two occurrences', 15_000);
+    await redis.kill();
+    await sleep(2_000);
+    await redis.boot();
+    const before = reports.of('r').length;
+    await pollUntil(() => reports.of('r').length >= before + 4, 'occurrences after the restart', 20_000);
+    expectNoDuplicates(reports.runs);
+    // missed 'all': the seconds Redis was down are caught up, so the scheduled instants have no gap.
+    const instants = reports.of('r').map((run) => run.scheduledAt);
+    for (let n = 1; n < instants.length; n++) expect(instants[n] - instants[n - 1]).toBe(1000);
+  }, 60_000);
+
+  it('a tick takes no handler slot: with the only slot busy for 3 s, every 1 s occurrence is still created on time', async () => {
+    const { delay } = await boot('slots');
+    const events: DelayEvent[] = [];
+    const subscription = delay.events$.subscribe((event) => events.push(event));
+    await delay.upsertRecurring('slow.every', 'k', { every: '1s', overlap: 'allow' });
+    await sleep(6_500);
+    await delay.removeRecurring('slow.every', 'k');
+    subscription.unsubscribe();
+    const fired = events.filter((event) => event.type === 'recurringFired').reduce((sum, event) => sum + (event.size ?? 0), 0);
+    // A tick waiting for the slot would run 2-3 s late: the occurrences it skipped would count as missed ('once').
+    expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
+    expect(fired).toBeGreaterThanOrEqual(5);
+    expect(app?.get(Slow).started).toBeLessThanOrEqual(3);
+  }, 30_000);
+
+  it('a tick moved later by hand (reschedule) is not claimed at its old time', async () => {
+    const { delay, reports } = await boot('moved');
+    await delay.upsertRecurring('reports.every', 'm', { every: '1s' });
+    await pollUntil(() => reports.of('m').length >= 1, 'a first occurrence', 10_000);
+    expect(await delay.reschedule('reports.every', 'm', { delay: '1h' })).not.toBeNull();
+    await sleep(300);
+    const before = reports.of('m').length;
+    await sleep(2_500);
+    expect(reports.of('m').length).toBe(before);
+    expect((await delay.getRecurring('reports.every', 'm'))?.nextRunAt?.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+  }, 30_000);
+
+  it('bad input is refused with a typed error and writes nothing', async () => {
+    const { delay } = await boot('bad');
+    await expect(delay.upsertRecurring('reports.every', 'k', { every: '500ms' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_RECURRENCE' });
+    await expect(delay.upsertRecurring('reports.every', 'k', { cron: '0 3 * * *', timeZone: 'Mars/Olympus' })).rejects.toMatchObject({ code: 'ERR_DELAY_UNKNOWN_TIME_ZONE' });
+    await expect(delay.upsertRecurring('reports.every', 'k', { cron: 'every day' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_CRON_EXPRESSION' });
+    await expect(delay.schedule('reports.every', 'k', { delay: '1m' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+    expect(await delay.count('reports.every')).toBe(0);
+    expect(await delay.listRecurring('reports.every')).toEqual([]);
+  });
+});

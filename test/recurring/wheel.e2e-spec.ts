@@ -1,0 +1,317 @@
+import { Injectable, Provider } from '@nestjs/common';
+import { DelayContext, DelayEvent, DelayService, OnDelayExpired, OnRecurring, Recurring, RecurringOptions } from 'nestjs-delay';
+import { DelayTestingModule, VirtualClock } from 'nestjs-delay/testing';
+import { compileRecurrence } from '../../libs/delay/src/recurring/compile-recurrence';
+import { useApps } from '../wheel/support/apps';
+
+const HOUR = 3_600_000;
+
+/** Every occurrence run, as `key@ISO` of its scheduled time, and how many times each ran. */
+@Injectable()
+class Runs {
+  readonly fired = new Map<string, number>();
+  readonly started: Array<{ key: string; scheduledAt: number; at: number }> = [];
+  sleepMs = 0;
+  clock: VirtualClock | undefined;
+
+  record({ key, occurrence, firedAt }: DelayContext): void {
+    const id = `${key}@${occurrence?.scheduledAt.toISOString()}`;
+    this.fired.set(id, (this.fired.get(id) ?? 0) + 1);
+    this.started.push({ key, scheduledAt: occurrence?.scheduledAt.getTime() ?? NaN, at: firedAt.getTime() });
+  }
+
+  count(key: string): number {
+    return this.started.filter((run) => run.key === key).length;
+  }
+}
+
+@Injectable()
+class Fleet {
+  constructor(private readonly runs: Runs) {}
+
+  @OnRecurring('fleet.tick')
+  async run(context: DelayContext): Promise<void> {
+    this.runs.record(context);
+    if (this.runs.sleepMs > 0) await (this.runs.clock as VirtualClock).sleep(this.runs.sleepMs);
+  }
+}
+
+@Injectable()
+class Serial {
+  constructor(private readonly runs: Runs) {}
+
+  @OnRecurring('serial.tick', { concurrency: 1 })
+  async run(context: DelayContext): Promise<void> {
+    this.runs.record(context);
+    if (this.runs.sleepMs > 0) await (this.runs.clock as VirtualClock).sleep(this.runs.sleepMs);
+  }
+}
+
+@Injectable()
+class Nightly {
+  constructor(private readonly runs: Runs) {}
+
+  @Recurring('reports.nightly', { cron: '30 2 * * *', timeZone: 'Europe/Paris', attempts: 2 })
+  report(context: DelayContext): void {
+    this.runs.record(context);
+  }
+}
+
+@Injectable()
+class OneOff {
+  @OnDelayExpired('order.unpaid')
+  cancel(): void {
+    // not run here
+  }
+}
+
+@Injectable()
+class BadCron {
+  @Recurring('bad.cron', { cron: '61 * * * *' })
+  run(): void {
+    // never declared
+  }
+}
+
+/** The scheduled instants of `spec` in (from, to], from compileRecurrence alone. */
+function oracle(spec: RecurringOptions, from: number, to: number): number[] {
+  const next = compileRecurrence(spec, { minIntervalMs: 1 });
+  const instants: number[] = [];
+  for (let t = next.after(from); t !== null && t <= to; t = next.after(t)) instants.push(t);
+  return instants;
+}
+
+const ZONES = ['Europe/Paris', 'America/New_York', 'Australia/Lord_Howe', 'America/Santiago', 'Asia/Kolkata', 'UTC'];
+const CRONS = ['0 * * * *', '*/30 * * * *', '30 2 * * *', '0 2,3 * * *', '15 1-3 * * *', '0 0 * * *', '45 */2 * * *', '0 9,17 * * MON-FRI'];
+const EVERY = ['45m', '2h', '90m', '20m', '3h'];
+
+function mixedSpec(n: number): RecurringOptions {
+  if (n % 3 === 2) return { every: EVERY[n % EVERY.length], anchor: 1_000 * n };
+  return { cron: CRONS[n % CRONS.length], timeZone: ZONES[Math.floor(n / 3) % ZONES.length] };
+}
+
+describe('recurring schedules on the wheel with a VirtualClock', () => {
+  const apps = useApps();
+
+  async function boot(start: string | number, providers: Provider[] = [Fleet]) {
+    const clock = new VirtualClock(typeof start === 'string' ? Date.parse(start) : start);
+    const app = await apps.boot({ imports: [DelayTestingModule.forRoot({ clock })], providers: [Runs, ...providers] });
+    const runs = app.get(Runs);
+    runs.clock = clock;
+    return { app, clock, runs, delay: app.get(DelayService) };
+  }
+
+  it('1,000 mixed schedules over 72 virtual hours across both 2026 DST changes: every occurrence exactly once, as compileRecurrence says', async () => {
+    for (const start of ['2026-03-27T12:00:00Z', '2026-10-23T12:00:00Z']) {
+      const { app, clock, runs, delay } = await boot(start);
+      const from = clock.now();
+      const expected = new Set<string>();
+      for (let n = 0; n < 1000; n++) {
+        const spec = mixedSpec(n);
+        await delay.upsertRecurring('fleet.tick', `s${n}`, spec);
+        for (const instant of oracle(spec, from, from + 72 * HOUR)) expected.add(`s${n}@${new Date(instant).toISOString()}`);
+      }
+      for (let day = 0; day < 3; day++) await clock.advance('24h');
+      const twice = [...runs.fired].filter(([, count]) => count > 1);
+      expect(twice).toEqual([]);
+      const missing = [...expected].filter((id) => !runs.fired.has(id));
+      const extra = [...runs.fired.keys()].filter((id) => !expected.has(id));
+      expect({ missing: missing.slice(0, 5), extra: extra.slice(0, 5) }).toEqual({ missing: [], extra: [] });
+      expect(runs.fired.size).toBe(expected.size);
+      expect(expected.size).toBeGreaterThan(50_000);
+      // Each ran at its scheduled time: no jitter was asked, and the virtual clock is exact.
+      expect(runs.started.every((run) => run.at === run.scheduledAt)).toBe(true);
+      await app.close();
+    }
+  }, 240_000);
+
+  it('@Recurring declares a schedule at bootstrap: 02:30 Paris fires once a day through the spring-forward and fall-back nights', async () => {
+    const { clock, runs, delay } = await boot('2026-03-27T12:00:00Z', [Nightly]);
+    const schedule = await delay.getRecurring('reports.nightly', 'default');
+    expect(schedule).toMatchObject({ declared: true, recurrence: { cron: '30 2 * * *', timeZone: 'Europe/Paris', dstGap: 'shift' }, paused: false });
+    await clock.advance('72h');
+    // 28 March 02:30 CET = 01:30Z; 29 March the clock skips 02:00-03:00: shifted to 03:00 CEST = 01:00Z; 30 March 02:30 CEST = 00:30Z.
+    expect(runs.started.map((run) => new Date(run.at).toISOString())).toEqual(['2026-03-28T01:30:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z']);
+    expect(runs.started.every((run) => run.key === 'default')).toBe(true);
+    await clock.advanceTo(Date.parse('2026-10-24T12:00:00Z'));
+    runs.started.length = 0;
+    await clock.advance('48h');
+    // 25 October: 02:30 happens twice (00:30Z CEST, 01:30Z CET): dstOverlap 'first' fires only the first.
+    expect(runs.started.map((run) => new Date(run.at).toISOString())).toEqual(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
+  });
+
+  describe('missed-run policy after 5 hours with the topic paused, hourly schedule', () => {
+    it.each([
+      ['skip', 0],
+      ['once', 1],
+      ['all', 5],
+      [{ within: '2h' }, 2],
+    ] as const)('%p runs %d of the 5 missed occurrences', async (missed, count) => {
+      const { clock, runs, delay } = await boot('2026-06-01T00:30:00Z');
+      await delay.upsertRecurring('fleet.tick', 'hourly', { cron: '0 * * * *', missed, overlap: 'allow' });
+      await clock.advance('1h');
+      expect(runs.count('hourly')).toBe(1);
+      const events: DelayEvent[] = [];
+      const subscription = delay.events$.subscribe((event) => events.push(event));
+      await delay.pause('fleet.tick');
+      await clock.advance('5h'); // 02:00 .. 06:00 due while paused; now 06:30
+      expect(runs.count('hourly')).toBe(1);
+      await delay.resume('fleet.tick');
+      await clock.advance(0);
+      expect(runs.count('hourly') - 1).toBe(count);
+      // The ones that ran are the latest of the missed, each once, and the cadence goes on.
+      const caughtUp = runs.started.slice(1).map((run) => new Date(run.scheduledAt).toISOString().slice(11, 16));
+      expect(caughtUp).toEqual(['02:00', '03:00', '04:00', '05:00', '06:00'].slice(5 - count));
+      expect(events.filter((event) => event.type === 'recurringMissed').map((event) => event.size)).toEqual(count === 5 ? [] : [5 - count]);
+      await clock.advance('1h');
+      expect(runs.count('hourly') - 1).toBe(count + 1);
+      subscription.unsubscribe();
+    });
+
+    it('pausing one schedule parks it; resuming applies its missed-run policy and keeps the cadence', async () => {
+      const { clock, runs, delay } = await boot('2026-06-01T00:30:00Z');
+      await delay.upsertRecurring('fleet.tick', 'a', { every: '1h', missed: 'once' });
+      await delay.upsertRecurring('fleet.tick', 'b', { every: '1h', missed: 'skip' });
+      await clock.advance('1h');
+      expect(await delay.pauseRecurring('fleet.tick', 'a')).toBe(true);
+      expect(await delay.pauseRecurring('fleet.tick', 'a')).toBe(false);
+      expect(await delay.getRecurring('fleet.tick', 'a')).toMatchObject({ paused: true, nextRunAt: null });
+      await clock.advance('3h');
+      expect([runs.count('a'), runs.count('b')]).toEqual([1, 4]);
+      expect(await delay.resumeRecurring('fleet.tick', 'a')).toBe(true);
+      await clock.advance(0);
+      expect(runs.count('a')).toBe(2);
+      expect(runs.started.at(-1)).toMatchObject({ key: 'a', scheduledAt: Date.parse('2026-06-01T04:00:00Z') });
+      await clock.advance('1h');
+      expect([runs.count('a'), runs.count('b')]).toEqual([3, 5]);
+    });
+  });
+
+  describe('overlap policy, a 90 s handler on a 60 s schedule, 10 occurrences', () => {
+    const start = '2026-06-01T00:00:30Z';
+    // Occurrences at 00:01:00 .. 00:10:00; each run takes 90 s of virtual time.
+    it.each([
+      // A previous one running: skipped. Runs start at :01, :03, :05, :07, :09.
+      ['skip', 'serial.tick', [1, 3, 5, 7, 9]],
+      // Every one is created and, with concurrency 10, starts on time alongside the previous.
+      ['allow', 'fleet.tick', [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]],
+      // Every one cancels the previous (its outcome is then ignored) and starts on time.
+      ['cancelPrevious', 'fleet.tick', [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]],
+    ] as const)('%s', async (overlap, topic, minutes) => {
+      const { clock, runs, delay } = await boot(start, [Fleet, Serial]);
+      runs.sleepMs = 90_000;
+      const events: DelayEvent[] = [];
+      delay.events$.subscribe((event) => events.push(event));
+      await delay.upsertRecurring(topic, 'job', { every: '1m', overlap });
+      await clock.advance('9m30s');
+      await delay.removeRecurring(topic, 'job');
+      await clock.advance('5m'); // let the last runs finish
+      expect(runs.started.map((run) => new Date(run.scheduledAt).getUTCMinutes())).toEqual([...minutes]);
+      expect(runs.started.every((run) => run.at === run.scheduledAt)).toBe(true);
+      const skipped = events.filter((event) => event.type === 'recurringSkipped').length;
+      expect(skipped).toBe(10 - minutes.length);
+      // Each new occurrence found the previous one still running (90 s > 60 s) and, with cancelPrevious, cancelled it.
+      const cancelled = events.filter((event) => event.type === 'cancelled' && event.key.includes('\u001e')).length;
+      expect(cancelled).toBe(overlap === 'cancelPrevious' ? 9 : 0);
+    });
+
+    it('bufferOne with concurrency 1: one waits behind the running one, the rest are skipped', async () => {
+      const { clock, runs, delay } = await boot(start, [Serial]);
+      runs.sleepMs = 90_000;
+      let skips = 0;
+      const skipped = (): number => skips;
+      delay.events$.subscribe((event) => (skips += event.type === 'recurringSkipped' ? 1 : 0));
+      await delay.upsertRecurring('serial.tick', 'job', { every: '1m', overlap: 'bufferOne', anchor: 0 });
+      await clock.advance('9m30s');
+      await delay.removeRecurring('serial.tick', 'job');
+      await clock.advance('10m');
+      const started = runs.started.map((run) => [new Date(run.scheduledAt).toISOString().slice(14, 19), new Date(run.at).toISOString().slice(14, 19)]);
+      // :01 runs 01:00-02:30; :02 is created (:01 runs, none waits) and runs 02:30-04:00; :03 likewise, waiting until 04:00...
+      expect(started.slice(0, 3)).toEqual([['01:00', '01:00'], ['02:00', '02:30'], ['03:00', '04:00']]);
+      for (let n = 1; n < runs.started.length; n++) {
+        // Back to back, never two at once...
+        expect(runs.started[n].at).toBe(Math.max(runs.started[n].scheduledAt, runs.started[n - 1].at + 90_000));
+        // ...and an occurrence is created only when the one before it has started (never two waiting).
+        expect(runs.started[n - 1].at).toBeLessThanOrEqual(runs.started[n].scheduledAt);
+      }
+      expect(runs.started.length + skipped()).toBe(10);
+      expect(skipped()).toBeGreaterThan(0);
+    });
+  });
+
+  it('runRecurringNow adds one occurrence now without moving the cadence; removeRecurring stops it', async () => {
+    const { clock, runs, delay } = await boot('2026-06-01T00:10:00Z');
+    await delay.upsertRecurring('fleet.tick', 'r', { cron: '0 * * * *', payload: { report: 'sales' } });
+    expect(await delay.runRecurringNow('fleet.tick', 'r')).toBe(true);
+    expect(await delay.runRecurringNow('fleet.tick', 'nope')).toBe(false);
+    await clock.advance(0);
+    expect(runs.started).toEqual([{ key: 'r', scheduledAt: Date.parse('2026-06-01T00:10:00Z'), at: Date.parse('2026-06-01T00:10:00Z') }]);
+    await clock.advance('50m');
+    expect(runs.started.map((run) => new Date(run.at).toISOString())).toEqual(['2026-06-01T00:10:00.000Z', '2026-06-01T01:00:00.000Z']);
+    const [schedule] = await delay.listRecurring('fleet.tick');
+    expect(schedule).toMatchObject({ key: 'r', payload: { report: 'sales' }, lastRunAt: new Date('2026-06-01T01:00:00Z'), nextRunAt: new Date('2026-06-01T02:00:00Z') });
+    expect(await delay.removeRecurring('fleet.tick', 'r')).toBe(true);
+    expect(await delay.removeRecurring('fleet.tick', 'r')).toBe(false);
+    await clock.advance('3h');
+    expect(runs.started).toHaveLength(2);
+    expect(await delay.getRecurring('fleet.tick', 'r')).toBeNull();
+  });
+
+  it('a changed recurrence applies from its next occurrence after now; jitter delays occurrences, not their identity', async () => {
+    const { clock, runs, delay } = await boot('2026-06-01T00:00:00Z');
+    await delay.upsertRecurring('fleet.tick', 'c', { every: '1h' });
+    await clock.advance('1h20m');
+    await delay.upsertRecurring('fleet.tick', 'c', { every: '15m', jitter: '1m' });
+    await clock.advance('40m');
+    const scheduled = runs.started.map((run) => new Date(run.scheduledAt).toISOString().slice(11, 16));
+    // 01:00 (old), then 01:30, 01:45, 02:00 (new): 01:15 is before the change and does not fire late.
+    expect(scheduled).toEqual(['01:00', '01:30', '01:45']);
+    const late = runs.started.slice(1).map((run) => run.at - run.scheduledAt);
+    expect(new Set(late).size).toBe(1);
+    expect(late[0]).toBeGreaterThanOrEqual(0);
+    expect(late[0]).toBeLessThan(60_000);
+    await clock.advance('1m');
+    expect(runs.started).toHaveLength(4);
+  });
+
+  describe('bad input: a typed error, and nothing changes', () => {
+    it.each([
+      [{ cron: '0 25 * * *' }, 'ERR_DELAY_INVALID_CRON_EXPRESSION'],
+      [{ cron: '0 3 * * *', timeZone: 'Europe/Pariss' }, 'ERR_DELAY_UNKNOWN_TIME_ZONE'],
+      [{ every: 0 }, 'ERR_DELAY_INVALID_RECURRENCE'],
+      [{ every: '50ms' }, 'ERR_DELAY_INVALID_RECURRENCE'],
+      [{ every: '1h', missed: 'sometimes' }, 'ERR_DELAY_INVALID_RECURRENCE'],
+      [{ every: '1h', overlap: 'queue' }, 'ERR_DELAY_INVALID_RECURRENCE'],
+      [{ every: '1h', jitter: '2h' }, 'ERR_DELAY_INVALID_RECURRENCE'],
+      [{ cron: '0 3 * * *', timezone: 'Europe/Paris' }, 'ERR_DELAY_INVALID_RECURRENCE'],
+    ])('%j is refused with %s', async (options, code) => {
+      const clock = new VirtualClock(Date.parse('2026-06-01T00:00:00Z'));
+      const app = await apps.boot({ imports: [DelayTestingModule.forRoot({ clock, tickMs: 100 })], providers: [Runs, Fleet] });
+      const delay = app.get(DelayService);
+      await expect(delay.upsertRecurring('fleet.tick', 'k', options as unknown as RecurringOptions)).rejects.toMatchObject({ code });
+      expect(await delay.listRecurring('fleet.tick')).toEqual([]);
+      expect(await delay.count('fleet.tick')).toBe(0);
+    });
+
+    it('keys, topics and calls that do not fit', async () => {
+      const { delay } = await boot('2026-06-01T00:00:00Z', [Fleet, OneOff]);
+      await expect(delay.upsertRecurring('fleet.tick', 'a\u001eb', { every: '1h' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_KEY' });
+      await expect(delay.upsertRecurring('fleet.tick', 'x'.repeat(481), { every: '1h' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_KEY' });
+      await expect(delay.upsertRecurring('order.unpaid', 'k', { every: '1h' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+      await expect(delay.schedule('fleet.tick', 'k', { delay: '1m' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+      await expect(delay.scheduleMany('fleet.tick', [{ key: 'k', delay: '1m' }])).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+      await expect(delay.collect('fleet.tick', 'k', 1, { window: '1m' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+      expect(await delay.count('fleet.tick')).toBe(0);
+      // A key that holds a one-off action is no schedule.
+      await delay.schedule('other', 'k', { delay: '1h' });
+      await expect(delay.upsertRecurring('other', 'k', { every: '1h' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+      expect(await delay.getRecurring('other', 'k')).toBeNull();
+    });
+
+    it('@Recurring with a bad cron fails bootstrap', async () => {
+      const clock = new VirtualClock();
+      const app = await apps.create({ imports: [DelayTestingModule.forRoot({ clock })], providers: [BadCron] });
+      await expect(app.init()).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_CRON_EXPRESSION' });
+    });
+  });
+});
