@@ -22,9 +22,10 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
       shop = await fixture.start({ env: { ...SHOP_ENV_DEFAULTS, ADMIN_TOKEN: TOKEN } });
     });
 
-    it('is healthy, and names its driver and topics', async () => {
+    it('is healthy, with its database, and names its driver and topics', async () => {
       const { body } = await shop.http.get('/health').expect(200);
       expect(body.info.delay).toMatchObject({ status: 'up', driver, topics: { 'order.unpaid': { consuming: true, consumerAlive: true } } });
+      expect(body.info.database).toMatchObject({ status: 'up' });
     });
 
     it('exposes the delay metrics for Prometheus', async () => {

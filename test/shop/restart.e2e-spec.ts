@@ -1,10 +1,9 @@
 import IORedis from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { ProductsRepository } from '../../apps/shop/src/catalogue/products.repository';
 import { Order } from '../../apps/shop/src/orders/order';
-import { OrdersRepository } from '../../apps/shop/src/orders/orders.repository';
 import { dueTime, ms, ShopUnderTest, useShopFixture } from './shop-drivers';
-import { ADMIN_API, override, ShopEnv, TEST_ADMIN_TOKEN } from './shop-test-app';
+import { freshShopDatabase } from './shop-database';
+import { ADMIN_API, ShopEnv, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 // The promise of the Redis driver that the wheel cannot make: pending
 // actions live in Redis, so they outlive the instance that scheduled them.
@@ -28,17 +27,15 @@ describe('Restart (e2e) on the redis driver: an unpaid order outlives the instan
   }
 
   it('instance A takes the order and stops; instance B, started on the same Redis, cancels it on time and restores the stock', async () => {
-    // The shop keeps orders and stock in memory. A real deployment keeps them
-    // in a database that every instance shares; here one set of repository
-    // instances, given to both apps, plays that database. Nothing else is
-    // shared: each app has its own delay driver, Redis connections and timers.
-    const database = [override(OrdersRepository, new OrdersRepository()), override(ProductsRepository, new ProductsRepository())];
+    // Both instances use one PostgreSQL database for orders and stock, as a
+    // real deployment does. Nothing else is shared: each app has its own
+    // delay driver, Redis connections and timers.
     // Same Redis (the fixture's server), same key prefix: B sees what A scheduled.
-    const env: ShopEnv = { UNPAID_TIMEOUT: '1s', ADMIN_TOKEN: TEST_ADMIN_TOKEN };
+    const env: ShopEnv = { UNPAID_TIMEOUT: '1s', ADMIN_TOKEN: TEST_ADMIN_TOKEN, DATABASE_URL: await freshShopDatabase() };
     const prefix = `shop-restart-${randomUUID()}`;
 
     const startedAt = Date.now();
-    const a = await fixture.start({ env, prefix, overrides: database });
+    const a = await fixture.start({ env, prefix });
     const { body } = await a.http
       .post('/orders')
       .send({ buyerId: 'ann', lines: [{ sku: 'green-tea', quantity: 2 }] })
@@ -57,7 +54,7 @@ describe('Restart (e2e) on the redis driver: an unpaid order outlives the instan
     expect(await redis.zscore(`${prefix}:{order.unpaid}:due`, placed.id)).toBe(String(ms(dueAt)));
 
     // Real time is the same for every instance: A's clock serves to check that B is up, and the order still unpaid, before the deadline.
-    const b = await a.time.stillBefore(dueAt, () => fixture.start({ env, prefix, overrides: database }));
+    const b = await a.time.stillBefore(dueAt, () => fixture.start({ env, prefix }));
     const bootedAt = Date.now();
     expect(await b.time.stillBefore(dueAt, () => orderOf(b, placed.id))).toMatchObject({ status: 'created' });
     expect(await stockOf(b, 'green-tea')).toBe(18);

@@ -13,6 +13,10 @@ import { BootedShop, bootShop, ProviderOverride, ShopEnv } from './shop-test-app
  *   shop runs on its real defaults (30m, 48h, 30s, 3s), and every check is
  *   exact: one millisecond before a due time nothing has happened, at the
  *   due time the handler has run.
+ * - postgres: the actions are rows in the shop's own (fresh, per app)
+ *   database, written in the transactions of the changes that arm them.
+ *   Its due times come from the database's clock: the test waits in real
+ *   time exactly as on Redis, below.
  * - redis: the driver reads Redis's clock, which no test can move. The shop
  *   boots on a harness redis-server with short timeouts and a key prefix of
  *   its own per test, and the test waits in real time: it polls the HTTP API
@@ -20,9 +24,9 @@ import { BootedShop, bootShop, ProviderOverride, ShopEnv } from './shop-test-app
  *   timestamps the handler wrote that it ran no earlier than its due time
  *   and at most REDIS_MAX_LATE_MS after it.
  */
-export type ShopDriver = 'wheel' | 'redis';
+export type ShopDriver = 'wheel' | 'redis' | 'postgres';
 
-export const SHOP_DRIVERS: readonly ShopDriver[] = ['wheel', 'redis'];
+export const SHOP_DRIVERS: readonly ShopDriver[] = ['wheel', 'redis', 'postgres'];
 
 /** A time as the shop's API writes it (ISO string) or in epoch milliseconds. */
 export type Instant = string | number;
@@ -91,6 +95,11 @@ export const DRIVER_PROFILES: Readonly<Record<ShopDriver, DriverProfile>> = {
     env: { UNPAID_TIMEOUT: '800ms', AUTO_RATE_AFTER: '800ms', OFFLINE_AFTER: '800ms', WEBHOOK_WINDOW: '1200ms' },
     heartbeats: { every: 400, count: 8 },
   },
+  // Real time too, as on Redis.
+  postgres: {
+    env: { UNPAID_TIMEOUT: '800ms', AUTO_RATE_AFTER: '800ms', OFFLINE_AFTER: '800ms', WEBHOOK_WINDOW: '1200ms' },
+    heartbeats: { every: 400, count: 8 },
+  },
 };
 
 /** The shop's timeouts on `driver` as written in the environment, for test titles. */
@@ -133,6 +142,7 @@ export function useShopFixture(driver: ShopDriver): ShopFixture {
   let redis: TestRedisServer | undefined;
   let testPrefix = '';
 
+  if (driver !== 'wheel') jest.setTimeout(REDIS_TEST_TIMEOUT_MS);
   if (driver === 'redis') {
     // Real waits (the webhook retries alone take 3 s) plus a polling deadline: past Jest's 5 s default, a
     // regression must end in the assertion that shows the shop's state, not in a timeout.
@@ -157,9 +167,10 @@ export function useShopFixture(driver: ShopDriver): ShopFixture {
 
   async function start(options: StartOptions = {}): Promise<ShopUnderTest> {
     const clock = driver === 'wheel' ? new VirtualClock() : undefined;
-    const redisEnv: ShopEnv = driver === 'redis' ? { REDIS_URL: requireRedis().url, REDIS_PREFIX: options.prefix ?? testPrefix } : {};
+    const driverEnv: ShopEnv =
+      driver === 'redis' ? { DELAY_DRIVER: 'redis', REDIS_URL: requireRedis().url, REDIS_PREFIX: options.prefix ?? testPrefix } : { DELAY_DRIVER: driver };
     const booted = await bootShop({
-      env: { ...profile.env, ...redisEnv, ...options.env },
+      env: { ...profile.env, ...driverEnv, ...options.env },
       clock,
       listen: options.listen,
       overrides: options.overrides,
@@ -168,7 +179,7 @@ export function useShopFixture(driver: ShopDriver): ShopFixture {
     const shop: ShopUnderTest = {
       ...booted,
       driver,
-      time: clock ? new VirtualShopTime(clock) : new RealShopTime(),
+      time: clock ? new VirtualShopTime(clock) : new RealShopTime(driver as Exclude<ShopDriver, 'wheel'>),
       close: () => {
         open.delete(shop);
         closed ??= booted.app.close();
@@ -226,8 +237,10 @@ class VirtualShopTime implements ShopTime {
   }
 }
 
-/** Redis's clock is the wall clock: the test waits for real, and polls. */
+/** Redis's and PostgreSQL's clocks are the wall clock: the test waits for real, and polls. */
 class RealShopTime implements ShopTime {
+  constructor(private readonly driver: Exclude<ShopDriver, 'wheel'>) {}
+
   now(): number {
     return Date.now();
   }
@@ -250,7 +263,7 @@ class RealShopTime implements ShopTime {
     if (doneAt >= ms(dueAt)) {
       throw new Error(
         `A step meant to come before ${iso(dueAt)} only finished at ${iso(doneAt)}: this machine is too slow for ` +
-          'the short Redis timeouts of DRIVER_PROFILES.redis (test/shop/shop-drivers.ts); raise them',
+          `the short timeouts of DRIVER_PROFILES.${this.driver} (test/shop/shop-drivers.ts); raise them`,
       );
     }
     if (!outcome.ok) throw outcome.error;
@@ -271,7 +284,7 @@ class RealShopTime implements ShopTime {
     const lateMs = ms(firedAt ?? NaN) - ms(dueAt);
     expect(lateMs).toBeGreaterThanOrEqual(0);
     expect(lateMs).toBeLessThanOrEqual(REDIS_MAX_LATE_MS);
-    if (process.env.SHOP_E2E_TIMINGS) process.stdout.write(`  [shop redis] ran ${lateMs} ms after its due time ${iso(dueAt)}\n`);
+    if (process.env.SHOP_E2E_TIMINGS) process.stdout.write(`  [shop ${this.driver}] ran ${lateMs} ms after its due time ${iso(dueAt)}\n`);
   }
 
   expectDelay(from: Instant, to: Instant, delayMs: number): void {

@@ -10,9 +10,10 @@ import { AppModule } from '../../apps/shop/src/app.module';
 import { SHOP_ENV_DEFAULTS } from '../../apps/shop/src/config/parse-shop-env';
 import { ShopConfig } from '../../apps/shop/src/config/shop-config.interface';
 import { configureHttp } from '../../apps/shop/src/http/configure-http';
+import { freshShopDatabase } from './shop-database';
 
 export type ShopEnv = Partial<
-  Record<keyof typeof SHOP_ENV_DEFAULTS | 'REDIS_URL' | 'REDIS_PREFIX' | 'ADMIN_TOKEN' | 'WEBHOOK_ALLOWED_NETWORKS' | 'OTEL_SERVICE_NAME' | 'OTEL_RESOURCE_ATTRIBUTES', string>
+  Record<keyof typeof SHOP_ENV_DEFAULTS | 'DATABASE_URL' | 'DELAY_DRIVER' | 'REDIS_URL' | 'REDIS_PREFIX' | 'ADMIN_TOKEN' | 'WEBHOOK_ALLOWED_NETWORKS' | 'OTEL_SERVICE_NAME' | 'OTEL_RESOURCE_ATTRIBUTES', string>
 >;
 
 /** An ADMIN_TOKEN for tests that use the JSON admin (/api/admin): start the shop with `env: { ADMIN_TOKEN: TEST_ADMIN_TOKEN }`. */
@@ -39,6 +40,8 @@ export interface BootedShop {
   readonly baseUrl: string | undefined;
   /** The shop's configuration as the app parsed it at startup. */
   readonly config: ShopConfig;
+  /** The DATABASE_URL the app runs on: start another app with it to share the data, as after a restart. */
+  readonly databaseUrl: string;
 }
 
 export interface BootOptions {
@@ -50,12 +53,15 @@ export interface BootOptions {
 }
 
 /**
- * Boots the real AppModule. The shop's variables are pinned to their
- * defaults (plus `env`), so a developer's own UNPAID_TIMEOUT or REDIS_URL
- * cannot change what these tests see.
+ * Boots the real AppModule on a real PostgreSQL: a fresh database on the
+ * test file's server (shop-database.ts) unless `env.DATABASE_URL` names
+ * one. The shop's variables are pinned to their defaults (plus `env`), so
+ * a developer's own UNPAID_TIMEOUT or REDIS_URL cannot change what these
+ * tests see. The delay driver is the wheel unless `env` says otherwise.
  */
 export async function bootShop(options: BootOptions = {}): Promise<BootedShop> {
-  const pinned = { REDIS_URL: undefined, REDIS_PREFIX: undefined, ADMIN_TOKEN: undefined, WEBHOOK_ALLOWED_NETWORKS: undefined, OTEL_SERVICE_NAME: undefined, OTEL_RESOURCE_ATTRIBUTES: undefined };
+  const databaseUrl = options.env?.DATABASE_URL ?? (await freshShopDatabase());
+  const pinned = { DATABASE_URL: databaseUrl, DELAY_DRIVER: 'wheel', REDIS_URL: undefined, REDIS_PREFIX: undefined, ADMIN_TOKEN: undefined, WEBHOOK_ALLOWED_NETWORKS: undefined, OTEL_SERVICE_NAME: undefined, OTEL_RESOURCE_ATTRIBUTES: undefined };
   const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, ...pinned, ...options.env }, () => {
     let builder: TestingModuleBuilder = Test.createTestingModule({ imports: [AppModule] });
     if (options.clock) builder = builder.overrideProvider(DelayClock).useValue(options.clock);
@@ -74,7 +80,7 @@ export async function bootShop(options: BootOptions = {}): Promise<BootedShop> {
     await app.init();
   }
   const config = app.get<ConfigService<{ shop: ShopConfig }, true>>(ConfigService).get('shop', { infer: true });
-  return { app, http: request(app.getHttpServer()), baseUrl, config };
+  return { app, http: request(app.getHttpServer()), baseUrl, config, databaseUrl };
 }
 
 export interface ShopTestApp extends BootedShop {

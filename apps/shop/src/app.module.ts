@@ -1,4 +1,5 @@
 import { Module, ValidationPipe } from '@nestjs/common';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { DelayModule } from 'nestjs-delay';
@@ -8,6 +9,7 @@ import { DelayErrorFilter } from './common/delay-error.filter';
 import { DomainExceptionFilter } from './common/domain-exception.filter';
 import { createDelayOptions } from './config/delay-options.factory';
 import { shopConfig } from './config/shop.config';
+import { DatabaseModule } from './database/database.module';
 import { MerchantsModule } from './merchants/merchants.module';
 import { OpsModule } from './ops/ops.module';
 import { OrdersModule } from './orders/orders.module';
@@ -17,7 +19,9 @@ import { ReceiverModule } from './receiver/receiver.module';
 @Module({
   imports: [
     ConfigModule.forRoot({ isGlobal: true, load: [shopConfig] }),
-    DelayModule.forRootAsync({ inject: [ConfigService], useFactory: createDelayOptions }),
+    DatabaseModule,
+    // TransactionHost: on the postgres driver, schedule and cancel join the @Transactional() method's transaction.
+    DelayModule.forRootAsync({ inject: [ConfigService, TransactionHost], useFactory: createDelayOptions }),
     CatalogueModule,
     OrdersModule,
     PresenceModule,

@@ -15,7 +15,7 @@ export class MerchantTokensController {
   constructor(private readonly webhooks: WebhooksService) {}
 
   @Post(':merchantId/token')
-  issue(@Param() { merchantId }: MerchantParams): IssuedMerchantToken {
+  issue(@Param() { merchantId }: MerchantParams): Promise<IssuedMerchantToken> {
     return this.webhooks.issueToken(merchantId);
   }
 }

@@ -1,6 +1,6 @@
 import { Product } from './product';
 
-/** The demo catalogue; every process starts from it. */
+/** The demo catalogue, written into a new database by its first migration; from then on the stock is what orders left. */
 export const CATALOGUE_SEED: readonly Product[] = [
   { sku: 'green-tea', name: 'Sencha green tea, 100 g', merchantId: 'leafy', priceCents: 650, stock: 20 },
   { sku: 'black-tea', name: 'Assam black tea, 250 g', merchantId: 'leafy', priceCents: 900, stock: 20 },

@@ -8,12 +8,12 @@ export class ProductsController {
   constructor(private readonly catalogue: CatalogueService) {}
 
   @Get()
-  list(): Product[] {
+  list(): Promise<Product[]> {
     return this.catalogue.list();
   }
 
   @Get(':sku')
-  get(@Param() { sku }: SkuParams): Product {
+  get(@Param() { sku }: SkuParams): Promise<Product> {
     return this.catalogue.get(sku);
   }
 }

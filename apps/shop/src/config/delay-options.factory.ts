@@ -1,14 +1,32 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ConfigService } from '@nestjs/config';
-import { DelayModuleOptions } from 'nestjs-delay';
+import { ambientFromTransactionHost, DelayModuleOptions } from 'nestjs-delay';
 import { ShopConfig } from './shop-config.interface';
 
 /**
- * DelayModule options for this environment: the in-memory wheel by default
- * (zero setup, actions lost on restart), Redis when REDIS_URL is set
- * (actions survive restarts and run once across instances).
+ * DelayModule options for this environment (DELAY_DRIVER):
+ *
+ * - postgres (the default): the pending actions are rows in the shop's own
+ *   database (schema nestjs_delay), and every schedule or cancel made inside
+ *   a `@Transactional()` method joins its transaction (the ambient one of
+ *   @nestjs-cls/transactional): an order and its timer commit together;
+ * - redis (REDIS_URL): actions survive restarts and run once across
+ *   instances, but are written apart from the shop's transaction;
+ * - wheel: in memory, lost on restart.
+ *
+ * Only the postgres driver is given the ambient transaction: the others
+ * refuse one rather than ignore it.
  */
-export function createDelayOptions(configService: ConfigService<{ shop: ShopConfig }, true>): DelayModuleOptions {
-  const { redisUrl, redisPrefix } = configService.get('shop', { infer: true });
-  // An unset prefix is left to the library's default ('delay').
-  return { driver: redisUrl === undefined ? { type: 'wheel' } : { type: 'redis', url: redisUrl, prefix: redisPrefix } };
+export function createDelayOptions(configService: ConfigService<{ shop: ShopConfig }, true>, txHost: TransactionHost<TransactionalAdapterTypeOrm>): DelayModuleOptions {
+  const { delayDriver, databaseUrl, redisUrl, redisPrefix } = configService.get('shop', { infer: true });
+  switch (delayDriver) {
+    case 'postgres':
+      return { driver: { type: 'postgres', connectionString: databaseUrl }, transactions: { ambient: ambientFromTransactionHost(txHost) } };
+    case 'redis':
+      // An unset prefix is left to the library's default ('delay').
+      return { driver: { type: 'redis', url: redisUrl ?? '', prefix: redisPrefix } };
+    case 'wheel':
+      return { driver: { type: 'wheel' } };
+  }
 }

@@ -1,9 +1,12 @@
 import { isIP } from 'node:net';
 import { parseDuration } from 'nestjs-delay';
 import { InvalidEnvironmentError } from './invalid-environment.error';
-import { AllowedNetwork, ShopConfig } from './shop-config.interface';
+import { AllowedNetwork, DELAY_DRIVER_KINDS, DelayDriverKind, ShopConfig } from './shop-config.interface';
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** The delay driver when neither DELAY_DRIVER nor REDIS_URL says otherwise. */
+const DEFAULT_DELAY_DRIVER: DelayDriverKind = 'postgres';
 
 export const SHOP_ENV_DEFAULTS = {
   PORT: '3000',
@@ -23,6 +26,8 @@ export function parseShopEnv(env: Env): ShopConfig {
   const problems: string[] = [];
   const config: ShopConfig = {
     port: integer(env, 'PORT', 0, 65_535, problems),
+    databaseUrl: databaseUrl(env, problems),
+    delayDriver: delayDriver(env, problems),
     redisUrl: redisUrl(env, problems),
     redisPrefix: redisPrefix(env, problems),
     adminToken: adminToken(env, problems),
@@ -76,10 +81,43 @@ function redisUrl(env: Env, problems: string[]): string | undefined {
     protocol = undefined;
   }
   if (protocol !== 'redis:' && protocol !== 'rediss:') {
-    problems.push(`REDIS_URL=${JSON.stringify(value)} must be a redis:// or rediss:// URL, e.g. redis://localhost:6379 (unset it to use the in-memory driver)`);
+    problems.push(`REDIS_URL=${JSON.stringify(value)} must be a redis:// or rediss:// URL, e.g. redis://localhost:6379 (unset it to keep pending actions in the shop's database)`);
     return undefined;
   }
   return value;
+}
+
+function databaseUrl(env: Env, problems: string[]): string | undefined {
+  const value = env.DATABASE_URL?.trim();
+  if (value === undefined || value === '') return undefined;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    problems.push('DATABASE_URL must be a postgres:// or postgresql:// URL, e.g. postgres://shop:secret@localhost:5432/shop (unset it to use the embedded PostgreSQL)');
+    return undefined;
+  }
+  return value;
+}
+
+/**
+ * DELAY_DRIVER: where pending actions live. Unset: Redis when REDIS_URL is
+ * set, else the shop's own PostgreSQL database, where scheduling joins the
+ * transaction of the change that arms it.
+ */
+function delayDriver(env: Env, problems: string[]): DelayDriverKind {
+  const value = env.DELAY_DRIVER?.trim();
+  const hasRedis = (env.REDIS_URL?.trim() ?? '') !== '';
+  if (value === undefined || value === '') return hasRedis ? 'redis' : DEFAULT_DELAY_DRIVER;
+  if (!(DELAY_DRIVER_KINDS as readonly string[]).includes(value)) {
+    problems.push(`DELAY_DRIVER=${JSON.stringify(value)} must be one of ${DELAY_DRIVER_KINDS.join(', ')} (unset it for ${DEFAULT_DELAY_DRIVER}, or redis when REDIS_URL is set)`);
+    return DEFAULT_DELAY_DRIVER;
+  }
+  if (value === 'redis' && !hasRedis) problems.push('DELAY_DRIVER=redis needs REDIS_URL, e.g. redis://localhost:6379');
+  return value as DelayDriverKind;
 }
 
 /** The same rule the delay module applies to its `prefix` option, checked here so a bad value is listed with the others. */

@@ -1,6 +1,14 @@
 /** Everything the shop reads from its environment, parsed and checked once at startup. */
 export interface ShopConfig {
   readonly port: number;
+  /**
+   * The PostgreSQL server of the shop's data (orders, stock, presence,
+   * merchants). Unset: main.ts starts an embedded PostgreSQL with its data
+   * in .data/shop-postgres and sets this to it before the app is built.
+   */
+  readonly databaseUrl: string | undefined;
+  /** Where the pending actions live: the shop's own database (postgres), Redis, or memory (wheel). */
+  readonly delayDriver: DelayDriverKind;
   /** Set: the Redis driver, so pending actions survive restarts and are shared by instances. Unset: the in-memory wheel. */
   readonly redisUrl: string | undefined;
   /** Prefix of the Redis driver's keys, so several shops (or test runs) can share one Redis. Unset: the library's default. */
@@ -20,6 +28,9 @@ export interface ShopConfig {
   /** Special-purpose networks (loopback, private...) webhooks may reach after all. Empty: public addresses only. */
   readonly webhookAllowedNetworks: readonly AllowedNetwork[];
 }
+
+export const DELAY_DRIVER_KINDS = ['postgres', 'redis', 'wheel'] as const;
+export type DelayDriverKind = (typeof DELAY_DRIVER_KINDS)[number];
 
 /** One entry of WEBHOOK_ALLOWED_NETWORKS. */
 export interface AllowedNetwork {

@@ -14,6 +14,8 @@ import { WebhookSubscriptionsRepository } from './webhook-subscriptions.reposito
  * the order. The library's per-key batching does the rest: the first event
  * for a merchant opens a window, later ones join it, and the whole batch
  * reaches WebhookBatchHandler when the window closes (or it is full).
+ * It runs inside the order change's transaction: on the postgres delay
+ * driver an event is collected if and only if the change commits.
  */
 @Injectable()
 export class MerchantEventsCollector implements OnModuleInit {
@@ -31,7 +33,7 @@ export class MerchantEventsCollector implements OnModuleInit {
   private async collect(orderEvent: OrderEvent): Promise<void> {
     for (const merchantId of orderEvent.merchantIds) {
       // Nobody to send to: collecting would only fill a batch that is dropped.
-      if (!this.subscriptions.findByMerchantId(merchantId)) continue;
+      if (!(await this.subscriptions.findByMerchantId(merchantId))) continue;
       const event: MerchantEvent = { id: randomUUID(), type: orderEvent.type, orderId: orderEvent.orderId, status: orderEvent.status, at: orderEvent.at };
       await this.delay.collect(MERCHANT_WEBHOOK, merchantId, event, { window: this.config.webhookWindowMs, maxItems: this.config.webhookMaxBatch });
     }

@@ -27,16 +27,16 @@ export class MerchantTokenGuard implements CanActivate {
     private readonly tokens: MerchantTokensRepository,
   ) {}
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<GuardedRequest>();
     const merchantId = request.params.merchantId ?? '';
-    if (!this.merchants.findById(merchantId)) throw new NotFoundError('Merchant', merchantId);
+    if (!(await this.merchants.findById(merchantId))) throw new NotFoundError('Merchant', merchantId);
     const given = bearerToken(request.headers.authorization);
     if (given === undefined) {
       context.switchToHttp().getResponse<ChallengedResponse>().setHeader('WWW-Authenticate', 'Bearer realm="shop merchants"');
       throw new UnauthorizedException(`Send merchant "${merchantId}"'s token as "Authorization: Bearer <token>"; an admin issues it with POST /api/admin/merchants/${merchantId}/token.`);
     }
-    const digest = this.tokens.findDigest(merchantId);
+    const digest = await this.tokens.findDigest(merchantId);
     if (digest === undefined || !sameSecret(given, digest)) throw new ForbiddenException(`This token does not authorise merchant "${merchantId}".`);
     return true;
   }

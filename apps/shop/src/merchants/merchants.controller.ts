@@ -16,7 +16,7 @@ export class MerchantsController {
   constructor(private readonly webhooks: WebhooksService) {}
 
   @Get()
-  list(): MerchantListing[] {
+  list(): Promise<MerchantListing[]> {
     return this.webhooks.listMerchants();
   }
 
@@ -28,20 +28,20 @@ export class MerchantsController {
 
   @Get(':merchantId/webhook')
   @UseGuards(MerchantTokenGuard)
-  getSubscription(@Param() { merchantId }: MerchantParams): WebhookSubscription {
+  getSubscription(@Param() { merchantId }: MerchantParams): Promise<WebhookSubscription> {
     return this.webhooks.getSubscription(merchantId);
   }
 
   @Delete(':merchantId/webhook')
   @UseGuards(MerchantTokenGuard)
   @HttpCode(HttpStatus.NO_CONTENT)
-  unsubscribe(@Param() { merchantId }: MerchantParams): void {
-    this.webhooks.unsubscribe(merchantId);
+  unsubscribe(@Param() { merchantId }: MerchantParams): Promise<void> {
+    return this.webhooks.unsubscribe(merchantId);
   }
 
   @Get(':merchantId/webhook/deliveries')
   @UseGuards(MerchantTokenGuard)
-  deliveries(@Param() { merchantId }: MerchantParams): WebhookDelivery[] {
+  deliveries(@Param() { merchantId }: MerchantParams): Promise<WebhookDelivery[]> {
     return this.webhooks.listDeliveries(merchantId);
   }
 }

@@ -1,17 +1,20 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { Merchant } from './merchant';
-import { MERCHANTS_SEED } from './merchants.seed';
+import { MerchantEntity } from './merchant.entity';
 
-/** In-memory merchants, seeded at startup. */
+/** The merchants, in `merchants` (seeded by the first migration). */
 @Injectable()
 export class MerchantsRepository {
-  private readonly merchants = new Map<string, Merchant>(MERCHANTS_SEED.map((merchant) => [merchant.id, merchant]));
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
-  findById(id: string): Merchant | undefined {
-    return this.merchants.get(id);
+  async findById(id: string): Promise<Merchant | undefined> {
+    const row = await this.txHost.tx.findOneBy(MerchantEntity, { id });
+    return row ? { id: row.id, name: row.name } : undefined;
   }
 
-  findAll(): Merchant[] {
-    return Array.from(this.merchants.values());
+  async findAll(): Promise<Merchant[]> {
+    return (await this.txHost.tx.find(MerchantEntity, { order: { id: 'ASC' } })).map((row) => ({ id: row.id, name: row.name }));
   }
 }

@@ -31,7 +31,7 @@ export class WebhookBatchHandler {
     const events = items ?? [];
     if (events.length === 0) return;
     // Read at delivery time, not collection time: a merchant who fixed their URL gets the retry there.
-    const subscription = this.subscriptions.findByMerchantId(merchantId);
+    const subscription = await this.subscriptions.findByMerchantId(merchantId);
     if (!subscription) {
       this.logger.warn(`Dropped a batch of ${events.length} event(s) for merchant "${merchantId}": no webhook subscription any more`);
       return;
@@ -40,11 +40,11 @@ export class WebhookBatchHandler {
     const base = { batchId: batch.batchId, merchantId, url: subscription.url, eventCount: events.length, attempt };
     try {
       const httpStatus = await this.sender.send(subscription.url, batch);
-      this.deliveries.record({ ...base, outcome: 'delivered', httpStatus, at: this.now() });
+      await this.deliveries.record({ ...base, outcome: 'delivered', httpStatus, at: this.now() });
       this.logger.log(`Sent ${events.length} event(s) to merchant "${merchantId}" as batch ${batch.batchId}`);
     } catch (error) {
       const httpStatus = error instanceof WebhookRequestError ? error.httpStatus : undefined;
-      this.deliveries.record({ ...base, outcome: 'failed', httpStatus, error: error instanceof Error ? error.message : String(error), at: this.now() });
+      await this.deliveries.record({ ...base, outcome: 'failed', httpStatus, error: error instanceof Error ? error.message : String(error), at: this.now() });
       throw error;
     }
   }

@@ -1,3 +1,4 @@
+import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { DelayClock } from 'nestjs-delay';
 import { NotFoundError } from '../common/errors/not-found.error';
@@ -29,8 +30,9 @@ export class WebhooksService {
     private readonly clock: DelayClock,
   ) {}
 
-  listMerchants(): MerchantListing[] {
-    return this.merchants.findAll().map((merchant) => ({ ...merchant, subscribed: this.subscriptions.findByMerchantId(merchant.id) !== undefined }));
+  async listMerchants(): Promise<MerchantListing[]> {
+    const merchants = await this.merchants.findAll();
+    return Promise.all(merchants.map(async (merchant) => ({ ...merchant, subscribed: (await this.subscriptions.findByMerchantId(merchant.id)) !== undefined })));
   }
 
   /**
@@ -38,10 +40,10 @@ export class WebhooksService {
    * working at once). The shop keeps only its digest: this is the one time
    * the token is shown.
    */
-  issueToken(merchantId: string): IssuedMerchantToken {
-    this.merchant(merchantId);
+  async issueToken(merchantId: string): Promise<IssuedMerchantToken> {
+    await this.merchant(merchantId);
     const token = newToken();
-    this.tokens.save(merchantId, secretDigest(token));
+    await this.tokens.save(merchantId, secretDigest(token), new Date(this.clock.now()));
     return { merchantId, token };
   }
 
@@ -52,32 +54,33 @@ export class WebhooksService {
    * and checked again at every delivery.
    */
   async subscribe(merchantId: string, url: string): Promise<WebhookSubscription> {
-    this.merchant(merchantId);
+    await this.merchant(merchantId);
     await this.policy.destination(url);
     const subscription: WebhookSubscription = { merchantId, url, subscribedAt: new Date(this.clock.now()).toISOString() };
-    this.subscriptions.save(subscription);
+    await this.subscriptions.save(subscription);
     return subscription;
   }
 
-  getSubscription(merchantId: string): WebhookSubscription {
-    this.merchant(merchantId);
-    const subscription = this.subscriptions.findByMerchantId(merchantId);
+  async getSubscription(merchantId: string): Promise<WebhookSubscription> {
+    await this.merchant(merchantId);
+    const subscription = await this.subscriptions.findByMerchantId(merchantId);
     if (!subscription) throw new NotFoundError('Webhook subscription of merchant', merchantId);
     return subscription;
   }
 
-  unsubscribe(merchantId: string): void {
-    this.merchant(merchantId);
-    if (!this.subscriptions.delete(merchantId)) throw new NotFoundError('Webhook subscription of merchant', merchantId);
+  @Transactional()
+  async unsubscribe(merchantId: string): Promise<void> {
+    await this.merchant(merchantId);
+    if (!(await this.subscriptions.delete(merchantId))) throw new NotFoundError('Webhook subscription of merchant', merchantId);
   }
 
-  listDeliveries(merchantId: string): WebhookDelivery[] {
-    this.merchant(merchantId);
+  async listDeliveries(merchantId: string): Promise<WebhookDelivery[]> {
+    await this.merchant(merchantId);
     return this.deliveries.findByMerchantId(merchantId);
   }
 
-  private merchant(merchantId: string): Merchant {
-    const merchant = this.merchants.findById(merchantId);
+  private async merchant(merchantId: string): Promise<Merchant> {
+    const merchant = await this.merchants.findById(merchantId);
     if (!merchant) throw new NotFoundError('Merchant', merchantId);
     return merchant;
   }

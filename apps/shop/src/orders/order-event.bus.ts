@@ -5,9 +5,10 @@ export type OrderEventListener = (event: OrderEvent) => Promise<void>;
 
 /**
  * Lets other modules hear about orders without the orders module knowing
- * them. Listeners are awaited, so once a request is answered its event has
- * been handled; a failing listener is logged and never fails the order
- * change that has already happened.
+ * them. Listeners are awaited inside the order change's transaction, so
+ * what they write (a merchant's webhook event) commits with the change; a
+ * listener that fails fails the change, which then rolls back whole rather
+ * than commit without its events.
  */
 @Injectable()
 export class OrderEventBus {
@@ -23,7 +24,8 @@ export class OrderEventBus {
       try {
         await listener(event);
       } catch (error) {
-        this.logger.error(`A listener failed on ${event.type} of order "${event.orderId}": ${error instanceof Error ? error.message : String(error)}`);
+        this.logger.error(`A listener failed on ${event.type} of order "${event.orderId}", so the change is not made: ${error instanceof Error ? error.message : String(error)}`);
+        throw error;
       }
     }
   }

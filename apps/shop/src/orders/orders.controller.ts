@@ -16,12 +16,12 @@ export class OrdersController {
   }
 
   @Get()
-  list(@Query() query: ListOrdersQuery): Order[] {
+  list(@Query() query: ListOrdersQuery): Promise<Order[]> {
     return this.orders.list(query);
   }
 
   @Get(':id')
-  get(@Param() { id }: OrderParams): Order {
+  get(@Param() { id }: OrderParams): Promise<Order> {
     return this.orders.get(id);
   }
 

@@ -1,3 +1,4 @@
+import { Transactional } from '@nestjs-cls/transactional';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DelayClock, DelayService } from 'nestjs-delay';
@@ -19,10 +20,17 @@ export interface PlaceOrder {
 }
 
 /**
- * The order lifecycle. Every change saves the new state before it arms or
- * disarms a delayed action, so a timer that fires in between finds the new
- * state and does nothing: the handlers below are safe to run late, twice,
- * or after the action they were meant to prevent.
+ * The order lifecycle. Each change runs in one database transaction
+ * (`@Transactional()`): the order's new state, the stock it takes or gives
+ * back, the delayed action it arms or disarms and the merchants' webhook
+ * events commit together or not at all. On the postgres delay driver the
+ * action is a row written in that same transaction; on the wheel and Redis
+ * drivers it is not, and a crash between the two can leave an action whose
+ * order does not exist, which its handler ignores.
+ *
+ * The handlers lock the order and check its state before they act, so one
+ * that runs late, twice, or after the thing it was meant to prevent does
+ * nothing.
  */
 @Injectable()
 export class OrdersService {
@@ -37,18 +45,20 @@ export class OrdersService {
     @Inject(shopConfig.KEY) private readonly config: ShopConfig,
   ) {}
 
-  get(id: string): Order {
-    const order = this.orders.findById(id);
+  async get(id: string): Promise<Order> {
+    const order = await this.orders.findById(id);
     if (!order) throw new NotFoundError('Order', id);
     return order;
   }
 
-  list(filter: OrderFilter): Order[] {
+  list(filter: OrderFilter): Promise<Order[]> {
     return this.orders.findAll(filter);
   }
 
+  /** Takes the stock, saves the order and arms its `order.unpaid` action; a failure anywhere leaves no trace of it. */
+  @Transactional()
   async place({ buyerId, lines }: PlaceOrder): Promise<Order> {
-    const products = this.catalogue.reserve(lines);
+    const products = await this.catalogue.reserve(lines);
     const orderLines: OrderLine[] = lines.map((line, index) => ({
       sku: line.sku,
       name: products[index].name,
@@ -64,84 +74,97 @@ export class OrdersService {
       status: 'created',
       createdAt: this.now(),
     };
-    this.orders.save(created);
-    let paymentDueAt: Date;
-    try {
-      ({ dueAt: paymentDueAt } = await this.delay.schedule(ORDER_UNPAID, created.id, { delay: this.config.unpaidTimeoutMs }));
-    } catch (error) {
-      // An order nobody would ever cancel holds its stock forever: refuse it instead.
-      this.orders.delete(created.id);
-      this.catalogue.release(lines);
-      throw error;
-    }
-    const order = this.save({ ...created, paymentDueAt: paymentDueAt.toISOString() });
+    await this.orders.insert(created);
+    const { dueAt } = await this.delay.schedule(ORDER_UNPAID, created.id, { delay: this.config.unpaidTimeoutMs });
+    const order = await this.save({ ...created, paymentDueAt: dueAt.toISOString() });
     await this.publish('order.created', order);
     return order;
   }
 
+  /** Marks the order paid and disarms its `order.unpaid` action, together. */
+  @Transactional()
   async pay(id: string): Promise<Order> {
-    const order = this.move(this.get(id), 'paid', { paidAt: this.now() });
+    const order = await this.move(await this.locked(id), 'paid', { paidAt: this.now() });
     await this.delay.cancel(ORDER_UNPAID, id);
     await this.publish('order.paid', order);
     return order;
   }
 
+  @Transactional()
   async ship(id: string): Promise<Order> {
-    const order = this.move(this.get(id), 'shipped', { shippedAt: this.now() });
+    const order = await this.move(await this.locked(id), 'shipped', { shippedAt: this.now() });
     await this.publish('order.shipped', order);
     return order;
   }
 
+  /** Marks the order delivered and arms its `order.auto-rate` action, together. */
+  @Transactional()
   async deliver(id: string): Promise<Order> {
-    const delivered = this.move(this.get(id), 'delivered', { deliveredAt: this.now() });
+    const delivered = await this.move(await this.locked(id), 'delivered', { deliveredAt: this.now() });
     const { dueAt } = await this.delay.schedule(ORDER_AUTO_RATE, id, { delay: this.config.autoRateAfterMs });
-    const order = this.save({ ...delivered, autoRateAt: dueAt.toISOString() });
+    const order = await this.save({ ...delivered, autoRateAt: dueAt.toISOString() });
     await this.publish('order.delivered', order);
     return order;
   }
 
+  @Transactional()
   async rate(id: string, stars: number): Promise<Order> {
-    const order = this.move(this.get(id), 'rated', { rating: { stars, by: 'buyer', at: this.now() } });
+    const order = await this.move(await this.locked(id), 'rated', { rating: { stars, by: 'buyer', at: this.now() } });
     await this.delay.cancel(ORDER_AUTO_RATE, id);
     await this.publish('order.rated', order);
     return order;
   }
 
-  /** The `order.unpaid` action: cancels the order and gives its stock back, if it is still unpaid. */
+  /**
+   * The `order.unpaid` action: cancels the order and gives its stock back,
+   * in one transaction, if it is still unpaid. The order's row is locked
+   * first, so a payment racing it either lands before (and this does
+   * nothing) or waits and then finds the order cancelled.
+   */
+  @Transactional()
   async cancelIfUnpaid(id: string): Promise<void> {
-    const order = this.orders.findById(id);
+    const order = await this.orders.findByIdForUpdate(id);
     if (order?.status !== 'created') {
       this.logger.debug(`Unpaid timeout of order "${id}" ignored: ${order ? order.status : 'no such order'}`);
       return;
     }
-    const cancelled = this.move(order, 'cancelled', { cancelledAt: this.now(), cancelReason: 'unpaid' });
-    this.catalogue.release(cancelled.lines);
-    this.logger.log(`Order "${id}" cancelled: unpaid since ${order.createdAt}`);
+    const cancelled = await this.move(order, 'cancelled', { cancelledAt: this.now(), cancelReason: 'unpaid' });
+    await this.catalogue.release(cancelled.lines);
     await this.publish('order.cancelled', cancelled);
+    this.logger.log(`Order "${id}" cancelled: unpaid since ${order.createdAt}`);
   }
 
   /** The `order.auto-rate` action: 5 stars for a delivered order its buyer has not rated. */
+  @Transactional()
   async rateIfUnrated(id: string): Promise<void> {
-    const order = this.orders.findById(id);
+    const order = await this.orders.findByIdForUpdate(id);
     if (order?.status !== 'delivered') {
       this.logger.debug(`Auto-rating of order "${id}" ignored: ${order ? order.status : 'no such order'}`);
       return;
     }
-    const rated = this.move(order, 'rated', { rating: { stars: 5, by: 'auto', at: this.now() } });
-    this.logger.log(`Order "${id}" rated 5 stars: not rated since delivery at ${order.deliveredAt ?? '?'}`);
+    const rated = await this.move(order, 'rated', { rating: { stars: 5, by: 'auto', at: this.now() } });
     await this.publish('order.rated', rated);
+    this.logger.log(`Order "${id}" rated 5 stars: not rated since delivery at ${order.deliveredAt ?? '?'}`);
   }
 
-  private move(order: Order, to: OrderStatus, changes: Partial<Order>): Order {
+  /** The order, locked until the transaction ends. */
+  private async locked(id: string): Promise<Order> {
+    const order = await this.orders.findByIdForUpdate(id);
+    if (!order) throw new NotFoundError('Order', id);
+    return order;
+  }
+
+  private move(order: Order, to: OrderStatus, changes: Partial<Order>): Promise<Order> {
     assertCanMove(order, to);
     return this.save({ ...order, ...changes, status: to });
   }
 
-  private save(order: Order): Order {
-    this.orders.save(order);
+  private async save(order: Order): Promise<Order> {
+    await this.orders.update(order);
     return order;
   }
 
+  /** Inside the change's transaction: the merchants' webhook events commit with it. */
   private async publish(type: OrderEventType, order: Order): Promise<void> {
     const merchantIds = [...new Set(order.lines.map((line) => line.merchantId))];
     await this.events.publish({ type, orderId: order.id, status: order.status, merchantIds, at: this.now() });

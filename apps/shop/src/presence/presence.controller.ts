@@ -8,12 +8,12 @@ export class PresenceController {
   constructor(private readonly presence: PresenceService) {}
 
   @Get()
-  list(): UserPresence[] {
+  list(): Promise<UserPresence[]> {
     return this.presence.list();
   }
 
   @Get(':userId')
-  get(@Param() { userId }: UserParams): UserPresence {
+  get(@Param() { userId }: UserParams): Promise<UserPresence> {
     return this.presence.get(userId);
   }
 

@@ -1,3 +1,4 @@
+import { Transactional } from '@nestjs-cls/transactional';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DelayClock, DelayService } from 'nestjs-delay';
 import { NotFoundError } from '../common/errors/not-found.error';
@@ -19,27 +20,33 @@ export class PresenceService {
     @Inject(shopConfig.KEY) private readonly config: ShopConfig,
   ) {}
 
-  /** One pending action per user, pushed back by each heartbeat: a debounce, not one timer per heartbeat. */
+  /**
+   * One pending action per user, pushed back by each heartbeat: a debounce,
+   * not one timer per heartbeat. The presence and its action change in one
+   * transaction.
+   */
+  @Transactional()
   async heartbeat(userId: string): Promise<UserPresence> {
     const lastSeenAt = new Date(this.clock.now()).toISOString();
-    this.presences.save({ userId, online: true, lastSeenAt });
+    // Locks the user's row (if any) first: a heartbeat and a firing offline action take turns.
+    await this.presences.findByUserIdForUpdate(userId);
     const { dueAt } = await this.delay.schedule<UserOfflinePayload>(USER_OFFLINE, userId, {
       delay: this.config.offlineAfterMs,
       payload: { lastSeenAt },
       ifExists: 'replace',
     });
     const presence: UserPresence = { userId, online: true, lastSeenAt, offlineDueAt: dueAt.toISOString() };
-    this.presences.save(presence);
+    await this.presences.save(presence);
     return presence;
   }
 
-  get(userId: string): UserPresence {
-    const presence = this.presences.findByUserId(userId);
+  async get(userId: string): Promise<UserPresence> {
+    const presence = await this.presences.findByUserId(userId);
     if (!presence) throw new NotFoundError('User presence', userId);
     return presence;
   }
 
-  list(): UserPresence[] {
+  list(): Promise<UserPresence[]> {
     return this.presences.findAll();
   }
 
@@ -48,13 +55,14 @@ export class PresenceService {
    * one that armed it: a late or leftover action (say, from before a restart
    * with the Redis driver) cannot take a live user offline.
    */
-  markOfflineIfSilent(userId: string, armedBy: UserOfflinePayload | undefined): void {
-    const presence = this.presences.findByUserId(userId);
+  @Transactional()
+  async markOfflineIfSilent(userId: string, armedBy: UserOfflinePayload | undefined): Promise<void> {
+    const presence = await this.presences.findByUserIdForUpdate(userId);
     if (!presence?.online || presence.lastSeenAt !== armedBy?.lastSeenAt) {
       this.logger.debug(`Offline action for "${userId}" ignored: ${presence ? 'a newer heartbeat or already offline' : 'unknown user'}`);
       return;
     }
-    this.presences.save({ userId, online: false, lastSeenAt: presence.lastSeenAt, offlineSince: new Date(this.clock.now()).toISOString() });
+    await this.presences.save({ userId, online: false, lastSeenAt: presence.lastSeenAt, offlineSince: new Date(this.clock.now()).toISOString() });
     this.logger.log(`User "${userId}" is offline: no heartbeat since ${presence.lastSeenAt}`);
   }
 }

@@ -8,7 +8,7 @@ export class UserOfflineHandler {
   constructor(private readonly presence: PresenceService) {}
 
   @OnDelayExpired(USER_OFFLINE)
-  onSilence({ key, payload }: DelayContext<UserOfflinePayload>): void {
-    this.presence.markOfflineIfSilent(key, payload);
+  async onSilence({ key, payload }: DelayContext<UserOfflinePayload>): Promise<void> {
+    await this.presence.markOfflineIfSilent(key, payload);
   }
 }

