@@ -11,6 +11,9 @@ const shared = {
   // Nest 12's packages are ES modules: see test/support/esm-interop.transformer.js.
   transformIgnorePatterns: [],
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // Tests and hooks that set no timeout of their own: generous, so that starting a server of the suite's
+  // own (an initdb of PostgreSQL takes seconds on a loaded two-core machine) never fails the suite.
+  testTimeout: 30_000,
   moduleNameMapper: {
     '^nestjs-delay$': '<rootDir>/libs/delay/src',
     '^nestjs-delay/(testing|admin|health|telemetry)$': '<rootDir>/libs/delay/src/$1',

@@ -7,7 +7,7 @@ describe('TestPostgresServer', () => {
 
   beforeAll(async () => {
     server = await TestPostgresServer.start();
-  });
+  }, 60_000);
   afterAll(() => server.dispose());
 
   it('keeps a committed row across kill -9 and a restart', async () => {
