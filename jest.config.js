@@ -11,9 +11,6 @@ const shared = {
   // Nest 12's packages are ES modules: see test/support/esm-interop.transformer.js.
   transformIgnorePatterns: [],
   moduleFileExtensions: ['ts', 'js', 'json'],
-  // Tests and hooks that set no timeout of their own: generous, so that starting a server of the suite's
-  // own (an initdb of PostgreSQL takes seconds on a loaded two-core machine) never fails the suite.
-  testTimeout: 30_000,
   moduleNameMapper: {
     '^nestjs-delay$': '<rootDir>/libs/delay/src',
     '^nestjs-delay/(testing|admin|health|telemetry)$': '<rootDir>/libs/delay/src/$1',
@@ -27,6 +24,9 @@ module.exports = {
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
     { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'] },
   ],
+  // Tests and hooks that set no timeout of their own: generous, so that starting a server of the suite's
+  // own (an initdb of PostgreSQL takes seconds on a loaded two-core machine) never fails the suite.
+  testTimeout: 30_000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   // Two test files at a time even on two cores (Jest would run one): most end-to-end tests wait on real time
   // and real processes, not on the CPU, and each keeps its assertions independent of how busy the machine is.

@@ -64,6 +64,9 @@ export function postgresStatements(schema: string): PostgresStatements {
     // Then up to $2 due actions of an unpaused topic are leased, earliest first, skipping rows another
     // transaction holds. An open batch is closed as it is claimed: re-filed under its own id.
     // next: the earliest due time after now, or lease to expire, to sleep until.
+    // The one-row head is computed once (MATERIALIZED), not once per claimed row; and "more due" counts at
+    // most one row past what was picked, along the due-time index (picked rows are still waiting in the
+    // statement's snapshot), instead of an anti-join that read every dead row a drain had left behind.
     claim: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
       revived AS (
         UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1, lease_until = NULL, claim_id = NULL
@@ -79,14 +82,15 @@ export function postgresStatements(schema: string): PostgresStatements {
         UPDATE ${s}.actions a SET state = 'running', lease_until = c.now + $3::bigint, claim_id = $4::text, cancel_by_key = false,
           member = CASE WHEN a.batch AND a.member = a.key THEN a.key || chr(31) || lpad(a.token::text, 20, '0') ELSE a.member END
         FROM picked p, clock c WHERE a.topic = $1::text AND a.member = p.member
-        RETURNING ${ACTION_COLUMNS})
-      SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused,
-        least((SELECT min(w.due_at) FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at > c.now),
-              (SELECT min(r.lease_until) FROM ${s}.actions r WHERE r.topic = $1::text AND r.state = 'running')) AS next_at,
-        EXISTS (SELECT 1 FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= c.now
-                AND w.member NOT IN (SELECT p.member FROM picked p)) AS more_due,
-        k.*
-      FROM clock c LEFT JOIN claimed k ON true`,
+        RETURNING ${ACTION_COLUMNS}),
+      head AS MATERIALIZED (
+        SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused,
+          least((SELECT min(w.due_at) FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at > c.now),
+                (SELECT min(r.lease_until) FROM ${s}.actions r WHERE r.topic = $1::text AND r.state = 'running')) AS next_at,
+          (SELECT count(*) FROM (SELECT 1 FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= c.now
+             ORDER BY w.due_at, w.member LIMIT $2::integer + 1) d) > (SELECT count(*) FROM picked) AS more_due
+        FROM clock c)
+      SELECT h.*, k.* FROM head h LEFT JOIN claimed k ON true`,
     // A claim whose reply was lost, asked again: what it took and still holds, leases renewed, same attempt.
     recover: `UPDATE ${s}.actions a SET lease_until = ${s}.clock_ms(false) + $3::bigint
       WHERE a.topic = $1::text AND a.claim_id = $2::text AND a.state = 'running'
