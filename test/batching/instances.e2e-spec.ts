@@ -1,5 +1,5 @@
 import { BATCH_TOPIC, BatchRun } from './support/batch-recorder';
-import { BatchApp, pollFor, RedisBatchFixture, realSleep } from './support/batch-fixture';
+import { BatchApp, PostgresBatchFixture, pollFor, RedisBatchFixture, realSleep } from './support/batch-fixture';
 
 const T = BATCH_TOPIC.fanIn;
 const PRODUCERS = 20;
@@ -34,8 +34,7 @@ function itemCount(runs: BatchRun[]): number {
   return runs.reduce((total, run) => total + run.items.length, 0);
 }
 
-describe('collect on Redis: concurrent producers on two instances', () => {
-  const fixture = new RedisBatchFixture();
+describe.each([new RedisBatchFixture(), new PostgresBatchFixture()])('collect on $name: concurrent producers on two instances', (fixture) => {
 
   beforeAll(() => fixture.setup());
   afterAll(() => fixture.teardown());

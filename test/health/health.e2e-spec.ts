@@ -5,6 +5,7 @@ import { DelayModule, DelayModuleOptions, DelayService, InvalidDelayOptionsError
 import { DelayHealthIndicator, DelayHealthModule } from 'nestjs-delay/health';
 import request from 'supertest';
 import { TestRedisServer } from '../support/redis-server';
+import { TestPostgresServer } from '../support/postgres-server';
 
 const TOPIC = 'order.unpaid';
 
@@ -134,6 +135,47 @@ describe('health indicator on Redis', () => {
     expect(tookMs).toBeLessThan(3_000);
 
     await redis.boot();
+    const deadline = Date.now() + 15_000;
+    let status = 503;
+    while (status !== 200 && Date.now() < deadline) {
+      status = (await http.get('/health')).status;
+      if (status !== 200) await sleep(100);
+    }
+    expect(status).toBe(200);
+  });
+});
+
+describe('health indicator on PostgreSQL', () => {
+  let postgres: TestPostgresServer;
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    postgres = await TestPostgresServer.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await postgres.dispose();
+  });
+
+  afterEach(async () => {
+    await app?.close();
+  });
+
+  it('reports down within its timeout while the server is frozen, and up again once it thaws', async () => {
+    app = await boot({ driver: { type: 'postgres', connectionString: postgres.url, schema: 'health', commandTimeout: '1s', wakeCheck: '1s' } });
+    const http = request(app.getHttpServer());
+    const up = await http.get('/health').expect(200);
+    expect(up.body.info.delay).toMatchObject({ status: 'up', driver: 'postgres', topics: { [TOPIC]: { consuming: true, consumerAlive: true } } });
+
+    postgres.pause();
+    try {
+      const started = performance.now();
+      const down = await http.get('/health').expect(503);
+      expect(down.body.error.delay.status).toBe('down');
+      expect(performance.now() - started).toBeLessThan(3_000);
+    } finally {
+      postgres.resume();
+    }
     const deadline = Date.now() + 15_000;
     let status = 503;
     while (status !== 200 && Date.now() < deadline) {

@@ -6,6 +6,8 @@ import { DelayClock } from './time/clock';
 
 /** The ioredis majors the Redis driver is built and tested against (the package's peer range). */
 const IOREDIS_RANGE = 'version 5 or 6';
+/** The node-postgres majors the postgres driver is built and tested against. */
+const PG_RANGE = 'version 8';
 
 /**
  * Builds the driver the options name; a driver instance given in the options
@@ -22,6 +24,12 @@ export async function createDelayDriver(options: ResolvedDelayOptions, clock: De
     const redis = new RedisDriver(driver);
     await redis.connect();
     return redis;
+  }
+  if (driver.type === 'postgres') {
+    const { PostgresDriver } = await loadOptionalPeer('pg', 'The PostgreSQL driver', PG_RANGE, () => import('./drivers/postgres/postgres.driver'));
+    const postgres = new PostgresDriver(driver);
+    await postgres.connect();
+    return postgres;
   }
   return new WheelDriver({ tickMs: driver.tickMs, clock });
 }

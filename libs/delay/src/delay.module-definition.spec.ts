@@ -91,6 +91,30 @@ describe('resolveDelayOptions', () => {
     expect(problemsOf(() => resolveDelayOptions({ driver: 'wheel' } as unknown as DelayModuleOptions))).toEqual([expect.stringContaining('driver')]);
   });
 
+  it('accepts a postgres driver config and lists every problem of a bad one', () => {
+    const good = { type: 'postgres', connectionString: 'postgres://app@db:5432/app', schema: 'delay_1', lease: '10s', pooler: 'transaction' } as const;
+    expect(resolveDelayOptions({ driver: good, transactions: { ambient: () => undefined } }).driver).toBe(good);
+    const problems = problemsOf(() =>
+      resolveDelayOptions({
+        driver: { type: 'postgres', connectionString: 'mysql://x', schema: 'Bad-Schema', migrate: 'yes', lease: '10ms', claimBatch: 5000, commandTimeout: 5, wakeCheck: 1, pooler: 'statement' },
+      } as unknown as DelayModuleOptions),
+    );
+    expect(problems).toEqual([
+      expect.stringContaining('driver.connectionString'),
+      expect.stringContaining('driver.schema'),
+      expect.stringContaining('driver.migrate'),
+      expect.stringContaining('driver.lease'),
+      expect.stringContaining('driver.claimBatch'),
+      expect.stringContaining('driver.commandTimeout'),
+      expect.stringContaining('driver.wakeCheck'),
+      expect.stringContaining('driver.pooler'),
+    ]);
+    expect(problemsOf(() => resolveDelayOptions({ driver: { type: 'postgres' } }))).toEqual([expect.stringContaining('connectionString')]);
+    expect(problemsOf(() => resolveDelayOptions({ driver: { type: 'postgres', connectionString: 'postgres://x', pool: { connect: () => Promise.reject(new Error('unused')) } } }))).toEqual([
+      expect.stringContaining('not both'),
+    ]);
+  });
+
   it('rejects attempts above the ceiling and a malformed backoff object', () => {
     const problems = problemsOf(() => resolveDelayOptions({ defaults: { attempts: 1001, backoff: { type: 'linear', delay: '1s' } } } as unknown as DelayModuleOptions));
     expect(problems).toEqual([expect.stringContaining('defaults.attempts'), expect.stringContaining('defaults.backoff')]);

@@ -3,13 +3,14 @@ import { DelayError } from './errors/delay.error';
 import { InvalidDelayOptionsError } from './errors/invalid-delay-options.error';
 import { DelayDriver } from './interfaces/delay-driver.interface';
 import { BackoffOption, DelayHandlerOptions } from './interfaces/delay-handler-options.interface';
-import { DelayDriverConfig, DelayModuleOptions } from './interfaces/delay-module-options.interface';
+import { DelayDriverConfig, DelayModuleOptions, PostgresDriverConfig } from './interfaces/delay-module-options.interface';
 import { DelayTransactionOptions } from './interfaces/delay-transaction.interface';
 import { DelayClock } from './time/clock';
 import { Duration, parseDuration } from './time/duration';
 import { DEFAULT_HORIZON_MS } from './validation/due-time';
 import { validateTopic } from './validation/action-input';
 import { quoteInput } from './utils/quote-input';
+import { POSTGRES_SCHEMA_PATTERN } from './drivers/postgres/postgres-migrations';
 
 export const {
   ConfigurableModuleClass: ConfigurableDelayModule,
@@ -125,7 +126,7 @@ function checkTransactions(transactions: DelayTransactionOptions | undefined, dr
 
 function canJoinTransactions(driver: DelayDriverConfig): boolean {
   if (isDriverInstance(driver)) return driver.supportsTransactions === true;
-  return (driver.type as string) === 'postgres';
+  return driver.type === 'postgres';
 }
 
 /** Default cap on a batch's bytes: large enough for ordinary batches, small enough that one batch cannot fill a process or a Redis. */
@@ -194,7 +195,7 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
   if (driver === undefined) return { type: 'wheel' };
   if (isDriverInstance(driver)) return driver;
   if (typeof driver !== 'object' || driver === null || !('type' in driver)) {
-    problems.push(`driver must be { type: 'wheel' }, { type: 'redis', ... } or a DelayDriver instance`);
+    problems.push(`driver must be { type: 'wheel' }, { type: 'redis', ... }, { type: 'postgres', ... } or a DelayDriver instance`);
     return { type: 'wheel' };
   }
   if (driver.type === 'wheel') {
@@ -248,8 +249,41 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
     }
     return driver;
   }
-  problems.push(`driver.type must be 'wheel' or 'redis', got ${quoteInput((driver as { type: unknown }).type)}`);
+  if (driver.type === 'postgres') {
+    checkPostgres(driver, problems);
+    return driver;
+  }
+  problems.push(`driver.type must be 'wheel', 'redis' or 'postgres', got ${quoteInput((driver as { type: unknown }).type)}`);
   return { type: 'wheel' };
+}
+
+function checkPostgres(driver: PostgresDriverConfig, problems: string[]): void {
+  const { connectionString, pool } = driver;
+  if (connectionString !== undefined && pool !== undefined) problems.push('driver: give one of connectionString or pool, not both');
+  if (connectionString === undefined && pool === undefined) problems.push("driver: the postgres driver needs connectionString (e.g. 'postgres://user@host:5432/db') or pool (your pg.Pool)");
+  if (connectionString !== undefined && (typeof connectionString !== 'string' || !/^postgres(ql)?:\/\//.test(connectionString))) {
+    problems.push('driver.connectionString must start with postgres:// or postgresql://');
+  }
+  if (pool !== undefined && (typeof pool !== 'object' || pool === null || typeof (pool as { connect?: unknown }).connect !== 'function')) {
+    problems.push('driver.pool must be a pg.Pool (an object with connect())');
+  }
+  if (driver.schema !== undefined && (typeof driver.schema !== 'string' || !POSTGRES_SCHEMA_PATTERN.test(driver.schema))) {
+    problems.push(`driver.schema must be 1 to 63 of [a-z0-9_], starting with a letter or _, got ${JSON.stringify(driver.schema)}`);
+  }
+  if (driver.migrate !== undefined && typeof driver.migrate !== 'boolean') problems.push(`driver.migrate must be true or false, got ${String(driver.migrate)}`);
+  if (driver.lease !== undefined && duration(driver.lease, undefined, 'driver.lease', problems) < 1_000) problems.push('driver.lease must be at least 1s');
+  if (driver.claimBatch !== undefined && positiveInteger(driver.claimBatch, 1, 'driver.claimBatch', problems) > 1000) {
+    problems.push('driver.claimBatch must be at most 1000');
+  }
+  if (driver.commandTimeout !== undefined && duration(driver.commandTimeout, undefined, 'driver.commandTimeout', problems) < 100) {
+    problems.push('driver.commandTimeout must be at least 100ms');
+  }
+  if (driver.wakeCheck !== undefined && duration(driver.wakeCheck, undefined, 'driver.wakeCheck', problems) < 100) {
+    problems.push('driver.wakeCheck must be at least 100ms');
+  }
+  if (driver.pooler !== undefined && driver.pooler !== 'session' && driver.pooler !== 'transaction') {
+    problems.push(`driver.pooler must be 'session' or 'transaction', got ${JSON.stringify(driver.pooler)}`);
+  }
 }
 
 export function isDriverInstance(driver: unknown): driver is DelayDriver {

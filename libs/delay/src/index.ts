@@ -4,7 +4,10 @@ export { DelayService } from './delay.service';
 export { OnDelayExpired } from './decorators/on-delay-expired.decorator';
 export { DELAY_DRIVER, DELAY_TRACE_PROPAGATOR, LISTED_BATCH_ITEMS } from './delay.constants';
 
-export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig, RedisDriverConfig } from './interfaces/delay-module-options.interface';
+export type { DelayModuleOptions, DelayDriverConfig, WheelDriverConfig, RedisDriverConfig, PostgresDriverConfig } from './interfaces/delay-module-options.interface';
+export type { PgPoolLike, PgPoolClientLike } from './interfaces/postgres-pool.interface';
+export { postgresMigrations, POSTGRES_DEFAULT_SCHEMA } from './drivers/postgres/postgres-migrations';
+export type { PostgresMigration } from './drivers/postgres/postgres-migrations';
 export type { RedisConnectionOptions, RedisClientLike } from './interfaces/redis-client.interface';
 export type { DelayOptionsFactory } from './interfaces/delay-options-factory.interface';
 export type { DelayHandlerOptions, BackoffOption } from './interfaces/delay-handler-options.interface';

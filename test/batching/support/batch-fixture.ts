@@ -3,6 +3,7 @@ import { Test } from '@nestjs/testing';
 import { Subscription } from 'rxjs';
 import { DelayEvent, DelayModule, DelayModuleOptions, DelayService, VirtualClock } from 'nestjs-delay';
 import { TestRedisServer } from '../../support/redis-server';
+import { TestPostgresServer } from '../../support/postgres-server';
 import { BatchRecorder } from './batch-recorder';
 
 /** Module limits every batching app runs with, so the bad-input cases can reach them cheaply. */
@@ -53,7 +54,7 @@ async function bootApp(options: DelayModuleOptions): Promise<BatchApp> {
  * waiting); Redis runs in real time on the suite's own redis-server.
  */
 export abstract class BatchDriverFixture {
-  abstract readonly name: 'wheel' | 'redis';
+  abstract readonly name: 'wheel' | 'redis' | 'postgres';
   /** How late after its due time a batch may start in these tests (driver ms). */
   abstract readonly latenessMs: number;
   /** How close to a due time a "nothing yet" check may look. */
@@ -228,7 +229,50 @@ export class RedisBatchFixture extends BatchDriverFixture {
   }
 }
 
+let schemaSeq = 0;
+
+/** The postgres driver on the file's own PostgreSQL, a fresh schema per boot, in real time. */
+export class PostgresBatchFixture extends BatchDriverFixture {
+  readonly name = 'postgres';
+  readonly latenessMs = 250;
+  readonly marginMs = 40;
+  private server: TestPostgresServer | undefined;
+  private schema = '';
+
+  override async setup(): Promise<void> {
+    this.server = await TestPostgresServer.start();
+  }
+
+  override async teardown(): Promise<void> {
+    await this.server?.dispose();
+    this.server = undefined;
+  }
+
+  /** A second app on the same database and schema as the last one booted (another instance). */
+  async bootPeer(): Promise<BatchApp> {
+    return this.register(await bootApp(this.moduleOptions(false)));
+  }
+
+  protected moduleOptions(fresh: boolean): DelayModuleOptions {
+    if (!this.server) throw new Error('PostgresBatchFixture.setup() was not called');
+    if (fresh || this.schema === '') this.schema = `batching_${process.pid}_${++schemaSeq}`;
+    return { driver: { type: 'postgres', connectionString: this.server.url, schema: this.schema } };
+  }
+
+  now(): number {
+    return Date.now();
+  }
+
+  elapse(ms: number): Promise<void> {
+    return realSleep(ms);
+  }
+
+  waitFor(condition: Condition, what: string, withinMs = 2_000): Promise<void> {
+    return pollFor(condition, `postgres: ${what}`, withinMs + 1_000);
+  }
+}
+
 /** The drivers every batching case runs against. */
 export function batchDrivers(): BatchDriverFixture[] {
-  return [new WheelBatchFixture(), new RedisBatchFixture()];
+  return [new WheelBatchFixture(), new RedisBatchFixture(), new PostgresBatchFixture()];
 }

@@ -4,6 +4,7 @@ import { DelayModule, DelayModuleOptions, DelayService, VirtualClock } from 'nes
 import type { Cluster } from 'ioredis';
 import { TestRedisCluster } from '../../support/redis-cluster';
 import { TestRedisServer } from '../../support/redis-server';
+import { TestPostgresServer } from '../../support/postgres-server';
 import { Probe } from './probe';
 
 export type Condition = () => boolean | Promise<boolean>;
@@ -44,7 +45,7 @@ export async function bootDelayApp(options: DelayModuleOptions, providers: Provi
  * lets work proceed while handlers are being held on gates.
  */
 export abstract class DriverFixture {
-  abstract readonly name: 'wheel' | 'redis' | 'redis-cluster' | 'redis, 8 shards' | 'redis-cluster, 8 shards';
+  abstract readonly name: 'wheel' | 'redis' | 'redis-cluster' | 'redis, 8 shards' | 'redis-cluster, 8 shards' | 'postgres';
   /** How late, in the driver's ms, a due action may fire in these tests. */
   abstract readonly latenessMs: number;
   /** How long before a due time a "not fired yet" check is safe. */
@@ -266,10 +267,58 @@ export class RedisClusterFixture extends RedisFixture {
 }
 
 /**
+ * The postgres driver on the file's own PostgreSQL, a fresh schema per
+ * test, in real time (the database's clock is this machine's).
+ */
+export class PostgresFixture extends DriverFixture {
+  readonly name = 'postgres';
+  readonly latenessMs = 250;
+  readonly marginMs = 30;
+  private server: TestPostgresServer | undefined;
+  private schemas = 0;
+
+  override async start(): Promise<void> {
+    this.server = await TestPostgresServer.start();
+  }
+
+  override async stop(): Promise<void> {
+    await this.server?.dispose();
+    this.server = undefined;
+  }
+
+  protected moduleOptions(): DelayModuleOptions {
+    if (!this.server) throw new Error('PostgresFixture.start() was not called');
+    this.schemas++;
+    return { driver: { type: 'postgres', connectionString: this.server.url, schema: `conf_${process.pid}_${this.schemas}` } };
+  }
+
+  now(): number {
+    return Date.now();
+  }
+
+  elapse(ms: number): Promise<void> {
+    return sleep(ms);
+  }
+
+  elapseTo(at: number): Promise<void> {
+    return sleep(at - Date.now());
+  }
+
+  pause(ms: number): Promise<void> {
+    return sleep(ms);
+  }
+
+  waitFor(condition: Condition, what: string, withinMs = 2_000): Promise<void> {
+    return pollUntil(condition, `postgres: ${what}`, withinMs + 1_000);
+  }
+}
+
+/**
  * The drivers every conformance case runs against: the wheel, Redis on one
  * server and on a Cluster, each also with every topic spread over 8 shards
- * (the hash of the keys the cases use puts them in different shards).
+ * (the hash of the keys the cases use puts them in different shards), and
+ * PostgreSQL.
  */
 export function conformanceDrivers(): DriverFixture[] {
-  return [new WheelFixture(), new RedisFixture(), new RedisClusterFixture(), new RedisFixture(8), new RedisClusterFixture(8)];
+  return [new WheelFixture(), new RedisFixture(), new RedisClusterFixture(), new RedisFixture(8), new RedisClusterFixture(8), new PostgresFixture()];
 }

@@ -4,6 +4,7 @@ import { DelayDriver } from './delay-driver.interface';
 import { DelayHandlerOptions } from './delay-handler-options.interface';
 import { RedisClientLike, RedisConnectionOptions } from './redis-client.interface';
 import { DelayTransactionOptions } from './delay-transaction.interface';
+import { PgPoolLike } from './postgres-pool.interface';
 
 /** The in-memory driver (the default). */
 export interface WheelDriverConfig {
@@ -69,8 +70,60 @@ export interface RedisDriverConfig {
   readonly topicShards?: Readonly<Record<string, number>>;
 }
 
+/**
+ * The transactional driver: a few tables in a schema of its own on
+ * PostgreSQL (node-postgres, `pg`). Its writes can join your own database
+ * transaction (`{ transaction }` on schedule, cancel, ...), so an action is
+ * stored if and only if your transaction commits. Give `connectionString`
+ * or `pool`.
+ */
+export interface PostgresDriverConfig {
+  readonly type: 'postgres';
+  /** e.g. 'postgres://user:secret@db:5432/app'. The driver opens a pool of its own (and one connection for LISTEN). */
+  readonly connectionString?: string;
+  /**
+   * Your own `pg.Pool`. The driver borrows a client per call and keeps one
+   * for LISTEN for as long as it runs (count it in the pool's `max`); it
+   * leaves the pool open at shutdown: it is yours.
+   */
+  readonly pool?: PgPoolLike;
+  /** The schema of the driver's tables. Default 'nestjs_delay'. */
+  readonly schema?: string;
+  /**
+   * Create and upgrade the driver's tables at startup (under a transaction-level
+   * advisory lock, so instances starting together do it once). Set false when
+   * your migrations run elsewhere: `postgresMigrations(schema)` gives the SQL.
+   * Default true.
+   */
+  readonly migrate?: boolean;
+  /** How long a claimed action is leased to this instance; running handlers renew it. Default '30s'. */
+  readonly lease?: Duration;
+  /** Most actions claimed in one statement. Default 100. */
+  readonly claimBatch?: number;
+  /**
+   * Every call to PostgreSQL settles within this time: it resolves, or
+   * rejects with DriverUnavailableError (on its own pool, the connection is
+   * closed and the server cancels the statement). Default '5s'.
+   */
+  readonly commandTimeout?: Duration;
+  /**
+   * How often an instance looks at its topics even when no notification
+   * came (one can be lost with its connection), and checks that its LISTEN
+   * connection still answers. Default '10s'.
+   */
+  readonly wakeCheck?: Duration;
+  /**
+   * 'transaction' when connections go through a pooler in transaction mode
+   * (PgBouncer `pool_mode = transaction`): no LISTEN is possible there, so
+   * instances look every `wakeCheck` for actions other instances armed
+   * (their own arming still wakes them at once); lower `wakeCheck`
+   * accordingly. Default 'session'.
+   */
+  readonly pooler?: 'session' | 'transaction';
+}
+
 /** `driver` is one of the built-in drivers by config, or any DelayDriver instance. */
-export type DelayDriverConfig = WheelDriverConfig | RedisDriverConfig | DelayDriver;
+export type DelayDriverConfig = WheelDriverConfig | RedisDriverConfig | PostgresDriverConfig | DelayDriver;
 
 export interface DelayModuleOptions {
   /** Default `{ type: 'wheel' }`. */

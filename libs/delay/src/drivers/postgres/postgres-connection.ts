@@ -1,0 +1,207 @@
+import { Logger } from '@nestjs/common';
+import { Pool } from 'pg';
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
+import { TransactionNotActiveError } from '../../errors/transaction-not-active.error';
+import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
+import { PgPoolClientLike, PgPoolLike } from '../../interfaces/postgres-pool.interface';
+import { describeError } from '../../utils/describe-error';
+import { settleWithin } from '../../utils/settle-within';
+import { SQLSTATE_NOT_IN_TRANSACTION } from './postgres-migrations';
+import { inlineParameters } from './postgres-literals';
+
+export type Row = Record<string, unknown>;
+
+export interface PostgresConnectionSettings {
+  readonly connectionString: string | undefined;
+  readonly pool: PgPoolLike | undefined;
+  readonly commandTimeoutMs: number;
+  /** Session poolers (or none) pass a server-side statement_timeout at connect; a transaction pooler may refuse startup parameters. */
+  readonly pooler: 'session' | 'transaction';
+}
+
+/**
+ * SQLSTATEs that mean "try again", not "the statement is wrong": the
+ * connection or the server went away (08, 57P0x), resources (53), a
+ * statement or lock wait cancelled by its timeout (57014, 55P03), a
+ * deadlock or serialization failure the server resolved by aborting this
+ * statement (40P01, 40001: nothing of it was applied).
+ */
+const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
+
+/**
+ * The driver's way to PostgreSQL: its own pool (or the application's), one
+ * client borrowed per statement, and a bound on every call. A call that
+ * outlives `commandTimeoutMs` rejects with DriverUnavailableError and its
+ * client is destroyed rather than given back (on a black-holed connection
+ * the reply may never come, and a client still waiting for one must not
+ * serve the next call). The server also cancels a statement that runs
+ * longer (statement_timeout) on the driver's own pool.
+ */
+export class PostgresConnection {
+  private readonly logger = new Logger(PostgresConnection.name);
+  readonly pool: PgPoolLike;
+  private readonly ownPool: Pool | undefined;
+  private closed = false;
+
+  constructor(private readonly settings: PostgresConnectionSettings) {
+    if (settings.pool) {
+      this.pool = settings.pool;
+      return;
+    }
+    const timeout = settings.commandTimeoutMs;
+    this.ownPool = new Pool({
+      connectionString: settings.connectionString,
+      max: 10,
+      connectionTimeoutMillis: timeout,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: 'nestjs-delay',
+      ...(settings.pooler === 'session' ? { statement_timeout: timeout, lock_timeout: timeout } : {}),
+    });
+    // An idle client that loses its connection emits here; the pool drops it and the next call opens another.
+    this.ownPool.on('error', (error) => this.logger.warn(`An idle connection failed: ${describeError(error)}`));
+    this.pool = this.ownPool as unknown as PgPoolLike;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  get commandTimeoutMs(): number {
+    return this.settings.commandTimeoutMs;
+  }
+
+  /** The connection string of the driver's own pool (for its LISTEN connection); undefined on the application's pool. */
+  get connectionString(): string | undefined {
+    return this.settings.pool ? undefined : this.settings.connectionString;
+  }
+
+  /** One statement on a pooled client, bounded. */
+  async query(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+    if (this.closed) throw new DriverUnavailableError('the driver is closed');
+    return this.onClient((client) => client.query(sql, params as unknown[]));
+  }
+
+  /**
+   * Runs `work` on one client, bounded as a whole: BEGIN ... COMMIT of the
+   * migrations, LISTEN. The client is destroyed when `work` fails or times
+   * out, given back otherwise.
+   */
+  async withClient<T>(work: (client: PgPoolClientLike) => Promise<T>, timeoutMs = this.settings.commandTimeoutMs): Promise<T> {
+    if (this.closed) throw new DriverUnavailableError('the driver is closed');
+    let client: PgPoolClientLike | undefined;
+    let released = false;
+    const release = (destroy: boolean): void => {
+      if (!client || released) return;
+      released = true;
+      try {
+        client.release(destroy ? new Error('nestjs-delay: connection dropped after a failed or timed-out call') : undefined);
+      } catch {
+        // already released by the pool (it ended)
+      }
+    };
+    const run = async (): Promise<T> => {
+      client = await this.pool.connect();
+      if (timedOut) {
+        // The call gave up while waiting for a client: this one was never used, so it goes back to the pool.
+        release(false);
+        throw new DriverUnavailableError('timed out');
+      }
+      try {
+        const result = await work(client);
+        release(false);
+        return result;
+      } catch (error) {
+        // A statement the server refused leaves its connection as good as before; anything else may not.
+        release(!refusedByServer(error));
+        throw error;
+      }
+    };
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        // Dropping the connection makes pg fail what it still waits for, and the server cancel the statement.
+        release(true);
+        reject(new DriverUnavailableError(`PostgreSQL did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([run(), bound]);
+    } catch (error) {
+      throw unavailable(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * One statement inside the application's transaction, bounded. The
+   * parameters are written into the SQL as literals, so the statement goes
+   * by the simple query protocol, where the guard in `clock_ms` can tell a
+   * transaction block from autocommit (see the migration). On timeout the
+   * call rejects; the transaction is the application's, so it is left to
+   * the application to roll back.
+   */
+  async inTransaction(transaction: DriverTransaction, sql: string, params: readonly unknown[]): Promise<Row[]> {
+    if (this.closed) throw new DriverUnavailableError('the driver is closed');
+    const text = inlineParameters(sql, params);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DriverUnavailableError(`PostgreSQL did not answer within ${this.settings.commandTimeoutMs} ms (in the ${transaction.adapter} transaction)`)), this.settings.commandTimeoutMs);
+    });
+    try {
+      const rows = await Promise.race([transaction.query(text, []), bound]);
+      return rows as Row[];
+    } catch (error) {
+      throw notActive(transaction.adapter, error) ?? unavailable(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Ends the driver's own pool; the application's pool is left open. */
+  async close(): Promise<void> {
+    this.closed = true;
+    // Ending waits for each connection to close: a black-holed one must not hold shutdown past the bound.
+    if (this.ownPool) await settleWithin(this.ownPool.end(), this.settings.commandTimeoutMs, () => new Error('pool end timed out')).catch(() => undefined);
+  }
+
+  private onClient(work: (client: PgPoolClientLike) => Promise<{ rows: Row[] }>): Promise<Row[]> {
+    return this.withClient(async (client) => (await work(client)).rows);
+  }
+}
+
+/** An error the server sent for a statement (a SQLSTATE outside the connection classes): the connection itself is fine. */
+function refusedByServer(error: unknown): boolean {
+  const state = sqlState(error);
+  return state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !/^(08|57P0[1-4]|58)/.test(state);
+}
+
+/** The SQLSTATE of a pg error, if it has one. */
+export function sqlState(error: unknown): string | undefined {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** Connection-level failures become DriverUnavailableError; a statement the server refused is rethrown as it is (a bug, not an outage). */
+function unavailable(error: unknown): unknown {
+  if (error instanceof DriverUnavailableError || error instanceof TransactionNotActiveError) return error;
+  const state = sqlState(error);
+  if (state !== undefined && /^[0-9A-Z]{5}$/.test(state)) {
+    return UNAVAILABLE_STATES.test(state) ? new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error) : error;
+  }
+  // No SQLSTATE: a socket error (ECONNREFUSED, ECONNRESET), a connect timeout, a connection that ended.
+  return new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error);
+}
+
+/** The transaction is over: the guard fired (autocommit), it is aborted (25P02), or the client no longer runs queries. */
+function notActive(adapter: string, error: unknown): TransactionNotActiveError | undefined {
+  const state = sqlState(error);
+  if (state === SQLSTATE_NOT_IN_TRANSACTION) return new TransactionNotActiveError(adapter, 'it is not in a transaction block: committed, rolled back, or never begun', error);
+  if (state === '25P02') return new TransactionNotActiveError(adapter, 'it is aborted after an earlier error', error);
+  const message = error instanceof Error ? error.message : '';
+  if (/not queryable|already been released|transaction query already complete/i.test(message)) return new TransactionNotActiveError(adapter, message, error);
+  return undefined;
+}

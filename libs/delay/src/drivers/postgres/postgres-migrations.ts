@@ -1,0 +1,316 @@
+/**
+ * The postgres driver's tables and functions, as versioned migrations. The
+ * driver applies the missing ones at startup (PostgresSchema); a team whose
+ * migrations run elsewhere takes the same SQL from `postgresMigrations` and
+ * sets `migrate: false`. A released migration is never edited: a change is a
+ * new version, appended.
+ *
+ * Times are epoch milliseconds (bigint) on the database's clock,
+ * `clock_timestamp()`, never `now()`: `now()` is when the transaction
+ * started, and a write inside a long transaction of the application's must
+ * still see the time it is made. Keys compare in code point order
+ * (COLLATE "C"), as on the other drivers.
+ */
+
+/** The schema the driver uses when none is configured. */
+export const POSTGRES_DEFAULT_SCHEMA = 'nestjs_delay';
+
+/** A schema name the driver can write unquoted into every statement: lower case, so no quoting rule can surprise anyone. */
+export const POSTGRES_SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** SQLSTATE raised by the driver's guard when a write meant for a transaction would commit on its own. */
+export const SQLSTATE_NOT_IN_TRANSACTION = 'NDTX1';
+/** SQLSTATE raised when a schedule meets a batch opened under one of its keys between its check and its write. */
+export const SQLSTATE_KIND_CONFLICT = 'NDKC1';
+
+export interface PostgresMigration {
+  readonly version: number;
+  readonly name: string;
+  /** Statements to run in one transaction, in order; the last records the version in `<schema>.migrations`. */
+  readonly sql: string;
+}
+
+/** The ordered migrations for `schema` (default 'nestjs_delay'). Run each once, in order, each in a transaction. */
+export function postgresMigrations(schema: string = POSTGRES_DEFAULT_SCHEMA): PostgresMigration[] {
+  if (typeof schema !== 'string' || !POSTGRES_SCHEMA_PATTERN.test(schema)) {
+    throw new TypeError(`postgresMigrations: schema must be 1 to 63 of [a-z0-9_], starting with a letter or _, got ${JSON.stringify(schema)}`);
+  }
+  return MIGRATIONS.map(({ version, name, sql }) => ({
+    version,
+    name,
+    sql: `${sql.split('__schema__').join(schema)}\nINSERT INTO ${schema}.migrations (version, name) VALUES (${version}, '${name}');\n`,
+  }));
+}
+
+/** The newest version: the driver refuses to start on a schema older than this with `migrate: false`. */
+export function latestPostgresMigration(): number {
+  return MIGRATIONS[MIGRATIONS.length - 1].version;
+}
+
+const MIGRATIONS: ReadonlyArray<PostgresMigration> = [
+  {
+    version: 1,
+    name: 'actions, dead actions, paused topics',
+    sql: String.raw`
+CREATE SCHEMA IF NOT EXISTS __schema__;
+CREATE TABLE IF NOT EXISTS __schema__.migrations (
+  version integer PRIMARY KEY,
+  name text NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- Arming tokens: every arming, re-arming, retry and redelivery takes a fresh
+-- one, so an outcome reported for an older arming never matches.
+CREATE SEQUENCE __schema__.tokens;
+
+-- One row per pending action. A single action and an open batch are filed
+-- under their key (member = key); a closed batch under key || U+001F ||
+-- its token, zero-padded, so the key is free for the next batch while the
+-- closed one runs, retries or dies as one unit.
+CREATE TABLE __schema__.actions (
+  topic text COLLATE "C" NOT NULL,
+  member text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  token bigint NOT NULL,
+  attempt integer NOT NULL DEFAULT 1,
+  due_at bigint NOT NULL,
+  state text NOT NULL DEFAULT 'waiting' CHECK (state IN ('waiting', 'running')),
+  lease_until bigint,
+  -- The claim that took it: a claim whose reply was lost is asked again
+  -- under the same id and hands back what it took, same attempt.
+  claim_id text,
+  payload text,
+  batch boolean NOT NULL DEFAULT false,
+  items text[],
+  opened_at bigint,
+  -- A batch closed by maxItems that has not started: cancel(key) reaches it.
+  cancel_by_key boolean NOT NULL DEFAULT false,
+  trace text,
+  PRIMARY KEY (topic, member)
+);
+-- A claim, the earliest due time and the list order are range scans of this.
+CREATE INDEX actions_waiting ON __schema__.actions (topic, due_at, member) WHERE state = 'waiting';
+-- Expired leases (a crashed instance's runs) and the next lease to expire.
+CREATE INDEX actions_leases ON __schema__.actions (topic, lease_until) WHERE state = 'running';
+CREATE INDEX actions_closed_batches ON __schema__.actions (topic, key) WHERE cancel_by_key;
+
+CREATE TABLE __schema__.dead (
+  topic text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  payload text,
+  batch boolean NOT NULL DEFAULT false,
+  items text[],
+  due_at bigint NOT NULL,
+  attempts integer NOT NULL,
+  error text NOT NULL,
+  died_at bigint NOT NULL,
+  PRIMARY KEY (topic, id)
+);
+CREATE INDEX dead_by_death ON __schema__.dead (topic, died_at, id);
+
+CREATE TABLE __schema__.paused_topics (
+  topic text COLLATE "C" PRIMARY KEY,
+  paused_at bigint NOT NULL
+);
+
+-- The database's time in ms. With in_tx, it also refuses to run outside a
+-- transaction block: a statement sent without parameters (the simple query
+-- protocol) in autocommit has now() = statement_timestamp(), while inside
+-- BEGIN ... every statement after BEGIN starts later than its transaction.
+-- A write meant for the application's transaction then fails instead of
+-- committing on its own.
+CREATE FUNCTION __schema__.clock_ms(in_tx boolean) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  IF in_tx AND now() = statement_timestamp() THEN
+    RAISE EXCEPTION 'nestjs-delay: the transaction passed in is not open; this write would have committed on its own' USING ERRCODE = 'NDTX1';
+  END IF;
+  RETURN floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+END
+$fn$;
+
+-- schedule and scheduleMany: entries in order, each as one schedule call
+-- would be (a key given twice sees its first arming). All or nothing: every
+-- entry is checked before any is written, and the first refusal returns
+-- alone (status -1 too far in the past, -2 beyond the horizon, -3 the key
+-- has an open batch; attempt = the entry's position). Otherwise one row per
+-- entry: status 1 created, 2 replaced, 3 kept and waiting, 4 kept and
+-- running. Notifies the wake channel once, when the earliest new due time
+-- is earlier than the topic's earliest before: that is when a sleeping
+-- consumer must wake sooner (a notification costs a lock at commit).
+CREATE FUNCTION __schema__.schedule(
+  p_topic text, p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[], p_keep boolean[], p_traces text[],
+  p_max_past bigint, p_horizon bigint, p_in_tx boolean
+) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_count integer := coalesce(cardinality(p_keys), 0);
+  v_at bigint;
+  v_earliest bigint;
+  v_soonest bigint;
+  v_row __schema__.actions%ROWTYPE;
+  v_created boolean;
+BEGIN
+  FOR n IN 1 .. v_count LOOP
+    v_at := CASE WHEN p_absolute[n] THEN p_values[n] ELSE v_now + p_values[n] END;
+    IF v_at < 0 OR v_at < v_now - p_max_past THEN
+      RETURN QUERY SELECT -1, v_at, NULL::text, n, v_now; RETURN;
+    ELSIF v_at > v_now + p_horizon THEN
+      RETURN QUERY SELECT -2, v_at, NULL::text, n, v_now; RETURN;
+    ELSIF EXISTS (SELECT 1 FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_keys[n] AND a.batch) THEN
+      RETURN QUERY SELECT -3, v_at, NULL::text, n, v_now; RETURN;
+    END IF;
+  END LOOP;
+  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
+  FOR n IN 1 .. v_count LOOP
+    v_at := CASE WHEN p_absolute[n] THEN p_values[n] ELSE v_now + p_values[n] END;
+    IF p_keep[n] THEN
+      INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, trace)
+      VALUES (p_topic, p_keys[n], p_keys[n], nextval('__schema__.tokens'), v_at, p_payloads[n], p_traces[n])
+      ON CONFLICT (topic, member) DO NOTHING;
+      IF FOUND THEN
+        v_soonest := least(v_soonest, v_at);
+        RETURN QUERY SELECT 1, v_at, p_payloads[n], 1, v_now;
+      ELSE
+        SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_keys[n];
+        IF NOT FOUND OR v_row.batch THEN
+          RAISE EXCEPTION 'nestjs-delay: key % of topic % has an open batch', p_keys[n], p_topic USING ERRCODE = 'NDKC1';
+        END IF;
+        RETURN QUERY SELECT CASE WHEN v_row.state = 'running' THEN 4 ELSE 3 END, v_row.due_at, v_row.payload, v_row.attempt, v_now;
+      END IF;
+    ELSE
+      -- A run of the previous arming may be going on: it loses its lease, and its outcome will not match the new token.
+      INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, trace)
+      VALUES (p_topic, p_keys[n], p_keys[n], nextval('__schema__.tokens'), v_at, p_payloads[n], p_traces[n])
+      ON CONFLICT (topic, member) DO UPDATE SET token = excluded.token, attempt = 1, due_at = excluded.due_at, state = 'waiting',
+        lease_until = NULL, claim_id = NULL, payload = excluded.payload, trace = excluded.trace
+      WHERE NOT a.batch
+      RETURNING (a.xmax = 0) INTO v_created;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'nestjs-delay: key % of topic % has an open batch', p_keys[n], p_topic USING ERRCODE = 'NDKC1';
+      END IF;
+      v_soonest := least(v_soonest, v_at);
+      RETURN QUERY SELECT CASE WHEN v_created THEN 1 ELSE 2 END, v_at, p_payloads[n], 1, v_now;
+    END IF;
+  END LOOP;
+  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest) THEN
+    PERFORM pg_notify('__schema__', p_topic || ' ' || v_soonest);
+  END IF;
+END
+$fn$;
+
+-- reschedule: moves an existing action, keeping payload and attempt, under a
+-- new token (a run going on loses its lease). Status 1 moved, 0 none, -1/-2
+-- out of range, -3 the key is an open batch.
+CREATE FUNCTION __schema__.reschedule(
+  p_topic text, p_key text, p_absolute boolean, p_value bigint, p_max_past bigint, p_horizon bigint, p_in_tx boolean
+) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_at bigint := CASE WHEN p_absolute THEN p_value ELSE v_now + p_value END;
+  v_row __schema__.actions%ROWTYPE;
+  v_earliest bigint;
+BEGIN
+  SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
+  IF NOT FOUND THEN RETURN QUERY SELECT 0, v_at, NULL::text, 0, v_now; RETURN; END IF;
+  IF v_row.batch THEN RETURN QUERY SELECT -3, v_at, NULL::text, 0, v_now; RETURN; END IF;
+  IF v_at < 0 OR v_at < v_now - p_max_past THEN RETURN QUERY SELECT -1, v_at, NULL::text, 0, v_now; RETURN; END IF;
+  IF v_at > v_now + p_horizon THEN RETURN QUERY SELECT -2, v_at, NULL::text, 0, v_now; RETURN; END IF;
+  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
+  UPDATE __schema__.actions a SET due_at = v_at, token = nextval('__schema__.tokens'), state = 'waiting', lease_until = NULL, claim_id = NULL
+  WHERE a.topic = p_topic AND a.member = p_key;
+  IF v_earliest IS NULL OR v_at < v_earliest THEN PERFORM pg_notify('__schema__', p_topic || ' ' || v_at); END IF;
+  RETURN QUERY SELECT 1, v_at, v_row.payload, v_row.attempt, v_now;
+END
+$fn$;
+
+-- collect: appends an item to the key's open batch, opening one if there is
+-- none. A full batch closes at once: re-filed under its own id, due now, so
+-- the next item opens a new batch. Status 1 opened, 2 joined, 3 flushed,
+-- -3 the key has a single action pending.
+CREATE FUNCTION __schema__.collect(
+  p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_in_tx boolean
+) RETURNS TABLE (status integer, size integer, due_at bigint, now_ms bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_row __schema__.actions%ROWTYPE;
+  v_earliest bigint;
+  v_status integer;
+  v_size integer;
+  v_at bigint;
+  v_token bigint;
+  v_opened bigint;
+  v_member text;
+BEGIN
+  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
+  LOOP
+    SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
+    IF FOUND THEN
+      IF NOT v_row.batch THEN RETURN QUERY SELECT -3, 0, 0::bigint, v_now; RETURN; END IF;
+      v_status := 2;
+      v_size := coalesce(cardinality(v_row.items), 0) + 1;
+      v_token := v_row.token;
+      v_opened := v_row.opened_at;
+      v_at := v_row.due_at;
+      IF p_slide THEN
+        v_at := v_now + p_window;
+        IF p_max_wait >= 0 AND v_opened + p_max_wait < v_at THEN v_at := v_opened + p_max_wait; END IF;
+      END IF;
+    ELSE
+      v_status := 1;
+      v_size := 1;
+      v_token := nextval('__schema__.tokens');
+      v_opened := v_now;
+      v_at := v_now + p_window;
+      IF p_max_wait >= 0 AND v_now + p_max_wait < v_at THEN v_at := v_now + p_max_wait; END IF;
+    END IF;
+    v_member := p_key;
+    IF v_size >= p_max_items THEN
+      v_member := p_key || chr(31) || lpad(v_token::text, 20, '0');
+      v_at := v_now;
+      v_status := 3;
+    END IF;
+    IF v_status = 1 OR (v_status = 3 AND v_size = 1) THEN
+      INSERT INTO __schema__.actions (topic, member, key, token, due_at, batch, items, opened_at, cancel_by_key, trace)
+      VALUES (p_topic, v_member, p_key, v_token, v_at, true, ARRAY[p_item], v_opened, v_status = 3, p_trace)
+      ON CONFLICT (topic, member) DO NOTHING;
+      -- Another writer opened the key's batch meanwhile: join it instead.
+      CONTINUE WHEN NOT FOUND;
+    ELSE
+      UPDATE __schema__.actions a SET member = v_member, items = a.items || p_item, due_at = v_at, cancel_by_key = v_status = 3
+      WHERE a.topic = p_topic AND a.member = p_key;
+    END IF;
+    EXIT;
+  END LOOP;
+  IF v_earliest IS NULL OR v_at < v_earliest THEN PERFORM pg_notify('__schema__', p_topic || ' ' || v_at); END IF;
+  RETURN QUERY SELECT v_status, v_size, v_at, v_now;
+END
+$fn$;
+
+-- redrive: a dead action back, due now, attempt 1, under a new token. A
+-- single action replaces one pending for its key; a batch comes back as the
+-- closed unit it was, under its own id. 1 re-driven, 0 none, -3 a single
+-- action whose key has an open batch (nothing changes).
+CREATE FUNCTION __schema__.redrive(p_topic text, p_id text) RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_now bigint := __schema__.clock_ms(false);
+  v_dead __schema__.dead%ROWTYPE;
+BEGIN
+  SELECT * INTO v_dead FROM __schema__.dead d WHERE d.topic = p_topic AND d.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN RETURN 0; END IF;
+  IF NOT v_dead.batch AND EXISTS (SELECT 1 FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_id AND a.batch) THEN RETURN -3; END IF;
+  DELETE FROM __schema__.dead d WHERE d.topic = p_topic AND d.id = p_id;
+  INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, batch, items, opened_at)
+  VALUES (p_topic, p_id, v_dead.key, nextval('__schema__.tokens'), v_now, v_dead.payload, v_dead.batch, v_dead.items, CASE WHEN v_dead.batch THEN v_now END)
+  ON CONFLICT (topic, member) DO UPDATE SET token = excluded.token, attempt = 1, due_at = excluded.due_at, state = 'waiting', lease_until = NULL,
+    claim_id = NULL, payload = excluded.payload, batch = excluded.batch, items = excluded.items, opened_at = excluded.opened_at, cancel_by_key = false, trace = NULL;
+  PERFORM pg_notify('__schema__', p_topic || ' ' || v_now);
+  RETURN 1;
+END
+$fn$;
+`,
+  },
+];

@@ -1,0 +1,58 @@
+import { Delivery, StoredAction, StoredDeadAction } from '../../interfaces/delay-driver.interface';
+import { Row } from './postgres-connection';
+
+/** A bigint column (pg hands int8 back as a string) as a number: epoch ms and tokens fit well within 2^53. */
+export function int(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value);
+}
+
+function text(value: unknown): string | undefined {
+  return value === null || value === undefined ? undefined : String(value);
+}
+
+function items(row: Row): string[] | undefined {
+  return row.batch === true ? ((row.items as string[] | null) ?? []) : undefined;
+}
+
+export function toStoredAction(topic: string, row: Row): StoredAction {
+  const batch = row.batch === true;
+  return {
+    topic,
+    key: String(row.key),
+    payload: batch ? undefined : text(row.payload),
+    items: items(row),
+    dueAt: int(row.due_at),
+    attempt: int(row.attempt),
+    state: row.state === 'running' ? 'running' : 'waiting',
+    paused: row.paused === true,
+  };
+}
+
+export function toDeadAction(topic: string, row: Row): StoredDeadAction {
+  return {
+    id: String(row.id),
+    topic,
+    key: String(row.key),
+    payload: row.batch === true ? undefined : text(row.payload),
+    items: items(row),
+    dueAt: int(row.due_at),
+    attempts: int(row.attempts),
+    error: String(row.error),
+    diedAt: int(row.died_at),
+  };
+}
+
+/** A claimed row as the consumer hands it over; the token travels as text, as on every driver. */
+export function toDelivery(topic: string, row: Row, firedAt: number): Delivery {
+  return {
+    topic,
+    key: String(row.key),
+    payload: row.batch === true ? undefined : text(row.payload),
+    items: items(row),
+    dueAt: int(row.due_at),
+    firedAt,
+    attempt: int(row.attempt),
+    token: String(row.token),
+    trace: text(row.trace),
+  };
+}

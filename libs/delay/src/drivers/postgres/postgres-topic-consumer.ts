@@ -1,0 +1,312 @@
+import { randomBytes } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
+import { describeError } from '../../utils/describe-error';
+import { InFlightTracker } from '../in-flight-tracker';
+import { runDelivery } from '../run-delivery';
+import { PostgresConnection, Row } from './postgres-connection';
+import { int, toDelivery } from './postgres-rows';
+import { PostgresStatements } from './postgres-statements';
+
+/** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
+function retryDelay(failures: number): number {
+  return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
+}
+
+export interface PostgresConsumerSettings {
+  readonly topic: string;
+  /** How many handlers of the topic may run at once in this process. */
+  readonly concurrency: number;
+  readonly claimBatch: number;
+  readonly leaseMs: number;
+  /** Look at least this often even if no notification came. */
+  readonly wakeCheckMs: number;
+}
+
+/**
+ * Consumes one topic in this process. It sleeps until the topic's next due
+ * time (as the claim reports it, on the database's clock) and is woken
+ * earlier by a notification. A wake that arrives while a claim is in flight
+ * is remembered and applied when the claim returns, so an action armed at
+ * that moment is not missed.
+ *
+ * Outcomes name the run's token: a run whose action was re-armed, moved or
+ * cancelled meanwhile changes nothing. A claim whose reply was lost is
+ * asked again under the same id and hands back what it took, same attempt.
+ */
+export class PostgresTopicConsumer {
+  private readonly logger = new Logger(PostgresTopicConsumer.name);
+  /** Runs going on here → their member (key, or a closed batch's id). */
+  readonly running = new Map<Delivery, string>();
+  /** Runs whose handler is done but whose outcome is not recorded yet: their leases are still renewed. */
+  private readonly settling = new Map<Delivery, string>();
+  private used = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private claiming = false;
+  private claimAgain = false;
+  private wakeDuringClaim = Infinity;
+  private stopped = false;
+  private failures = 0;
+  /** Due rows held by other transactions (another instance's claim, an application's open write): look again soon, backing off. */
+  private lockedLooks = 0;
+  private waitingForRoom = false;
+  private claimQueued = false;
+  private acks: Array<{ member: string; token: string }> = [];
+  private ackFlush: Promise<void> | undefined;
+  /** Kept when a claim's reply did not arrive (the statement may have committed): the next claim asks for what it took. */
+  private claimId: string | undefined;
+
+  constructor(
+    private readonly settings: PostgresConsumerSettings,
+    private readonly connection: PostgresConnection,
+    private readonly sql: PostgresStatements,
+    private readonly consumer: DelayConsumer,
+    private readonly inFlight: InFlightTracker,
+    /** Database time minus local time, kept fresh from every claim. */
+    private readonly clockSkew: { value: number },
+  ) {}
+
+  get topic(): string {
+    return this.settings.topic;
+  }
+
+  /** Running, and its last claim reached the database (health). */
+  get alive(): boolean {
+    return !this.stopped && this.failures === 0;
+  }
+
+  get holdsLeases(): boolean {
+    return this.running.size > 0 || this.settling.size > 0;
+  }
+
+  /** Something is due at `at` (database ms): make sure we look by then. */
+  wake(at: number): void {
+    if (this.stopped) return;
+    if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
+    else this.armAt(at);
+  }
+
+  /** Looks now: at start, after the LISTEN connection came back. */
+  kick(): void {
+    void this.claim();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.disarm();
+  }
+
+  /** Members and tokens whose leases are renewed: runs going on, and runs whose outcome is being recorded. */
+  leases(): { members: string[]; tokens: string[] } {
+    const members: string[] = [];
+    const tokens: string[] = [];
+    for (const runs of [this.running, this.settling]) {
+      for (const [delivery, member] of runs) {
+        members.push(member);
+        tokens.push(delivery.token);
+      }
+    }
+    return { members, tokens };
+  }
+
+  /** Runs still going (handed back at a shutdown that timed out). */
+  runningLeases(): { members: string[]; tokens: string[] } {
+    return { members: [...this.running.values()], tokens: [...this.running.keys()].map((delivery) => delivery.token) };
+  }
+
+  private armAt(at: number): void {
+    if (at >= this.timerAt) return;
+    this.disarm();
+    this.timerAt = at;
+    // +1 ms: never look before the due time by the database's clock, or the claim finds nothing.
+    const delay = Math.max(0, at - (Date.now() + this.clockSkew.value) + 1);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      void this.claim();
+    }, Math.min(delay, 2_147_483_647));
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private async claim(): Promise<void> {
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    this.claiming = true;
+    this.claimAgain = false;
+    this.wakeDuringClaim = Infinity;
+    this.waitingForRoom = false;
+    const { topic, leaseMs } = this.settings;
+    const limit = Math.max(0, Math.min(this.settings.claimBatch, this.settings.concurrency - this.used));
+    // Slots are taken before the claim and what it does not fill is given back.
+    this.used += limit;
+    // A claim round trip counts as in flight: if shutdown starts meanwhile, drain waits for what it takes to run.
+    this.inFlight.enter();
+    let recovered: Row[] = [];
+    let rows: Row[];
+    try {
+      if (this.claimId !== undefined) recovered = await this.connection.query(this.sql.recover, [topic, this.claimId, leaseMs]);
+      const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
+      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recovered.length), leaseMs, claimId]);
+      this.failures = 0;
+      this.claimId = undefined;
+    } catch (error) {
+      // The server refused the statement itself: asking the same claim again would not help.
+      if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
+      this.used -= limit;
+      this.claiming = false;
+      this.inFlight.leave();
+      this.retryLater(error);
+      return;
+    }
+    this.claiming = false;
+    const head = rows[0];
+    const now = int(head.now_ms);
+    this.clockSkew.value = now - Date.now();
+    const taken = [...recovered, ...rows.filter((row) => row.member !== null)];
+    try {
+      for (const row of taken) {
+        try {
+          this.run(row, now);
+        } catch (error) {
+          this.logger.error(`Cannot run "${topic}" / "${String(row.key)}": ${describeError(error)}`);
+          this.used--;
+        }
+      }
+    } finally {
+      this.inFlight.leave();
+      // A claim asked again returns what it took then, which may be more than this claim's slots.
+      this.used -= limit - taken.length;
+    }
+    if (this.stopped) return;
+
+    const paused = head.paused === true;
+    const moreDue = head.more_due === true && !paused;
+    const full = limit === 0 || taken.length >= limit;
+    if (this.claimAgain || int(head.revived) > 0) {
+      this.queueClaim();
+    } else if (moreDue && full) {
+      // More is due than this claim could take: claim again as slots free.
+      if (this.used < this.settings.concurrency) this.queueClaim();
+      else this.waitingForRoom = true;
+    } else {
+      let nextAt = paused ? Infinity : head.next_at === null ? Infinity : int(head.next_at);
+      if (moreDue) {
+        // Due rows another transaction holds: look again shortly, backing off while they stay held.
+        nextAt = now + Math.min(1_000, 25 * 2 ** Math.min(this.lockedLooks++, 6));
+      } else {
+        this.lockedLooks = 0;
+      }
+      // Never sleep longer than the safety re-check, in case a notification is lost.
+      this.armAt(Math.min(nextAt, this.wakeDuringClaim, now + this.settings.wakeCheckMs));
+    }
+  }
+
+  /** One claim for every slot freed in this turn of the event loop, not one per slot. */
+  private queueClaim(): void {
+    if (this.claimQueued) return;
+    this.claimQueued = true;
+    setImmediate(() => {
+      this.claimQueued = false;
+      void this.claim();
+    });
+  }
+
+  private retryLater(error: unknown): void {
+    if (this.stopped) return;
+    this.failures++;
+    if (this.failures === 1 || this.failures % 20 === 0) {
+      this.logger.warn(`Claiming "${this.settings.topic}" failed (${describeError(error)}); retrying`);
+    }
+    this.armAt(Date.now() + this.clockSkew.value + retryDelay(this.failures));
+  }
+
+  private run(row: Row, now: number): void {
+    const delivery = toDelivery(this.settings.topic, row, now);
+    const member = String(row.member);
+    this.running.set(delivery, member);
+    this.inFlight.enter();
+    runDelivery(this.consumer, delivery, (outcome) => {
+      let recorded: Promise<void>;
+      try {
+        this.running.delete(delivery);
+        this.settling.set(delivery, member);
+        this.freeSlot();
+        recorded = this.settle(delivery, member, outcome);
+      } catch (error) {
+        // The run is over even so: it must not hold drain or renew its lease for ever. The dispatcher logs the error.
+        this.doneWith(delivery);
+        throw error;
+      }
+      void recorded.finally(() => this.doneWith(delivery));
+    });
+  }
+
+  private freeSlot(): void {
+    this.used--;
+    if (this.waitingForRoom) {
+      this.waitingForRoom = false;
+      this.queueClaim();
+    }
+  }
+
+  private doneWith(delivery: Delivery): void {
+    this.settling.delete(delivery);
+    this.inFlight.leave();
+  }
+
+  private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
+    const { topic } = this.settings;
+    const what = `"${topic}" / "${delivery.key}"`;
+    if (outcome.kind === 'completed') return this.ack(member, delivery.token);
+    if (outcome.kind === 'retry') {
+      return this.record(this.sql.retry, [topic, member, delivery.token, outcome.delayMs], what, (rows) => {
+        // The retry is this topic's, consumed here: the local timer is told, no notification is needed.
+        if (rows.length > 0) this.wake(int(rows[0].due_at));
+      });
+    }
+    return this.record(this.sql.bury, [topic, member, delivery.token, outcome.error], what);
+  }
+
+  /** Acks every run completed in the same turn of the event loop with one statement. */
+  private ack(member: string, token: string): Promise<void> {
+    this.acks.push({ member, token });
+    if (!this.ackFlush) {
+      this.ackFlush = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        const acks = this.acks;
+        this.acks = [];
+        this.ackFlush = undefined;
+        const params = [this.settings.topic, acks.map((ack) => ack.member), acks.map((ack) => ack.token)];
+        return this.record(this.sql.complete, params, `${acks.length} completed run(s) of "${this.settings.topic}"`);
+      });
+    }
+    return this.ackFlush;
+  }
+
+  /** Runs an outcome statement, retrying while the database is away; if it never comes back, the lease expires and the run is redone. */
+  private async record(sql: string, params: unknown[], what: string, then?: (rows: Row[]) => void): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const rows = await this.connection.query(sql, params);
+        then?.(rows);
+        return;
+      } catch (error) {
+        // A connection closed at shutdown never comes back: retrying would only keep the process alive.
+        if (!(error instanceof DriverUnavailableError) || attempt >= 50 || this.connection.isClosed) {
+          this.logger.error(`Could not record the outcome of ${what}: ${describeError(error)}; it will run again when its lease expires`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, retryDelay(attempt)));
+      }
+    }
+  }
+}

@@ -1,0 +1,450 @@
+import { Logger } from '@nestjs/common';
+import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
+import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
+import { InvalidKeyError } from '../../errors/invalid-key.error';
+import {
+  CollectCommand,
+  CollectResult,
+  DelayConsumer,
+  DelayDriver,
+  DueSpec,
+  RescheduleCommand,
+  ScheduleCommand,
+  ScheduleManyCommand,
+  ScheduleResult,
+  StoredAction,
+  StoredDeadAction,
+} from '../../interfaces/delay-driver.interface';
+import { DriverHealth, TopicHealth } from '../../interfaces/delay-health.interface';
+import { PostgresDriverConfig } from '../../interfaces/delay-module-options.interface';
+import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
+import { PageRequest } from '../../interfaces/pending-action.interface';
+import { TopicSummary } from '../../interfaces/topic-summary.interface';
+import { parseDuration } from '../../time/duration';
+import { describeError } from '../../utils/describe-error';
+import { settleWithin } from '../../utils/settle-within';
+import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
+import { InFlightTracker } from '../in-flight-tracker';
+import { PostgresConnection, Row, sqlState } from './postgres-connection';
+import { POSTGRES_DEFAULT_SCHEMA, SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
+import { int, toDeadAction, toStoredAction } from './postgres-rows';
+import { PostgresSchema } from './postgres-schema';
+import { postgresStatements, PostgresStatements } from './postgres-statements';
+import { PostgresTopicConsumer } from './postgres-topic-consumer';
+import { PostgresWakeListener, WakeHandler } from './postgres-wake-listener';
+import { WriteOrder } from './postgres-write-order';
+
+/** How long health waits for the database before calling it down. */
+const HEALTH_TIMEOUT_MS = 2_000;
+
+type ScheduleEntry = Omit<ScheduleCommand, 'topic' | 'maxPastMs' | 'transaction'>;
+
+/**
+ * The transactional driver: actions are rows of the application's own
+ * PostgreSQL, so a write can join the application's transaction and commit
+ * or roll back with it. Every write is one statement; every time is the
+ * database's (`clock_timestamp()`); a unique key on (topic, key), not a
+ * lock, keeps one pending action per key. Consumers sleep until the next due
+ * time and are woken by LISTEN/NOTIFY when a committed write makes a topic's
+ * earliest due time earlier; claims lease rows with FOR UPDATE SKIP LOCKED.
+ *
+ * Guarantees: as the Redis driver's (at least once; in normal operation
+ * exactly one instance runs each action; a crashed instance's runs are
+ * redone once their lease expires), with the database's durability.
+ */
+export class PostgresDriver implements DelayDriver {
+  readonly name = 'postgres';
+  readonly horizonMs = DEFAULT_HORIZON_MS;
+  readonly supportsTransactions = true;
+
+  private readonly logger = new Logger(PostgresDriver.name);
+  private readonly connection: PostgresConnection;
+  private readonly schema: string;
+  private readonly sql: PostgresStatements;
+  private readonly migrateAtStart: boolean;
+  private readonly leaseMs: number;
+  private readonly claimBatch: number;
+  private readonly wakeCheckMs: number;
+  private readonly listen: boolean;
+  private readonly consumers = new Map<string, PostgresTopicConsumer>();
+  private readonly inFlight = new InFlightTracker();
+  private readonly clockSkew = { value: 0 };
+  private readonly order = new WriteOrder();
+  private listener: PostgresWakeListener | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
+  private renewing = false;
+
+  constructor(config: PostgresDriverConfig) {
+    const pooler = config.pooler ?? 'session';
+    this.schema = config.schema ?? POSTGRES_DEFAULT_SCHEMA;
+    this.connection = new PostgresConnection({
+      connectionString: config.connectionString,
+      pool: config.pool,
+      commandTimeoutMs: parseDuration(config.commandTimeout ?? '5s'),
+      pooler,
+    });
+    this.sql = postgresStatements(this.schema);
+    this.migrateAtStart = config.migrate ?? true;
+    this.leaseMs = parseDuration(config.lease ?? '30s');
+    this.claimBatch = config.claimBatch ?? 100;
+    this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
+    // A pooler in transaction mode hands each statement any server connection: a LISTEN there would listen nowhere.
+    this.listen = pooler === 'session';
+  }
+
+  /** Creates or upgrades the schema (or checks it, with `migrate: false`); bootstrap fails with DriverUnavailableError if the database cannot be reached. */
+  async connect(): Promise<void> {
+    const schema = new PostgresSchema(this.connection, this.schema);
+    try {
+      if (this.migrateAtStart) await schema.migrate();
+      else await schema.check();
+    } catch (error) {
+      await this.connection.close();
+      throw error;
+    }
+  }
+
+  async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
+    const [result] = await this.writeSchedules(command.topic, [command], command.maxPastMs, command.transaction);
+    return result;
+  }
+
+  scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
+    return this.writeSchedules(command.topic, command.entries, command.maxPastMs, command.transaction);
+  }
+
+  async cancel(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
+    if (hasNul(key)) return false;
+    const rows = await this.write(topic, [key], transaction, this.sql.cancel, (inTx) => [topic, key, inTx]);
+    return int(rows[0].removed) > 0;
+  }
+
+  async reschedule(command: RescheduleCommand): Promise<StoredAction | null> {
+    const { topic, key, due } = command;
+    if (hasNul(key)) return null;
+    const [absolute, value] = dueParams(due);
+    const rows = await this.write(topic, [key], command.transaction, this.sql.reschedule, (inTx) => [topic, key, absolute, value, command.maxPastMs, this.horizonMs, inTx]);
+    const row = rows[0];
+    this.sawNow(row.now_ms);
+    const status = int(row.status);
+    if (status === 0) return null;
+    if (status < 0) throw this.refusal(status, topic, key, due, int(row.due_at), command.maxPastMs);
+    const dueAt = int(row.due_at);
+    if (!command.transaction) this.consumers.get(topic)?.wake(dueAt);
+    return { topic, key, payload: nullable(row.payload), dueAt, attempt: int(row.attempt), state: 'waiting' };
+  }
+
+  async get(topic: string, key: string): Promise<StoredAction | null> {
+    if (hasNul(key)) return null;
+    const rows = await this.order.run([writeId(topic, key)], () => this.connection.query(this.sql.get, [topic, key]));
+    return rows.length === 0 ? null : toStoredAction(topic, rows[0]);
+  }
+
+  async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
+    const rows = await this.connection.query(this.sql.list, [topic, page.limit, page.offset]);
+    return rows.map((row) => toStoredAction(topic, row));
+  }
+
+  async count(topic: string): Promise<number> {
+    return int((await this.connection.query(this.sql.count, [topic]))[0].n);
+  }
+
+  async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
+    const rows = await this.connection.query(this.sql.listDead, [topic, page.limit, page.offset]);
+    return rows.map((row) => toDeadAction(topic, row));
+  }
+
+  async countDead(topic: string): Promise<number> {
+    return int((await this.connection.query(this.sql.countDead, [topic]))[0].n);
+  }
+
+  async redrive(topic: string, id: string): Promise<boolean> {
+    if (hasNul(id)) return false;
+    const status = int((await this.connection.query(this.sql.redrive, [topic, id]))[0].status);
+    if (status === -3) throw new ActionKindConflictError(topic, id, 'batch');
+    return status === 1;
+  }
+
+  async collect(command: CollectCommand): Promise<CollectResult> {
+    const { topic, key } = command;
+    if (hasNul(key)) throw new InvalidKeyError(key, 'contains U+0000, which PostgreSQL cannot store in text');
+    const rows = await this.write(topic, [key], command.transaction, this.sql.collect, (inTx) => [
+      topic,
+      key,
+      command.item,
+      command.windowMs,
+      command.maxWaitMs ?? -1,
+      command.slide,
+      command.maxItems,
+      command.trace ?? null,
+      inTx,
+    ]);
+    const row = rows[0];
+    this.sawNow(row.now_ms);
+    const status = int(row.status);
+    if (status === -3) throw new ActionKindConflictError(topic, key, 'action');
+    const dueAt = int(row.due_at);
+    if (!command.transaction) this.consumers.get(topic)?.wake(dueAt);
+    return { size: int(row.size), dueAt, outcome: status === 1 ? 'opened' : status === 2 ? 'joined' : 'flushed' };
+  }
+
+  async start(consumer: DelayConsumer): Promise<void> {
+    if (consumer.topics.size === 0) return;
+    const wakes = new Map<string, WakeHandler>();
+    for (const [topic, concurrency] of consumer.topics) {
+      const topicConsumer = new PostgresTopicConsumer(
+        { topic, concurrency, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
+        this.connection,
+        this.sql,
+        consumer,
+        this.inFlight,
+        this.clockSkew,
+      );
+      this.consumers.set(topic, topicConsumer);
+      wakes.set(topic, (dueAt) => topicConsumer.wake(dueAt));
+    }
+    if (this.listen) {
+      // The listener looks at every topic once it listens (and again after every reconnect).
+      this.listener = new PostgresWakeListener(this.connection, this.sql.channel, wakes, this.lookAgain, this.wakeCheckMs);
+      await this.listener.start();
+      // It could not listen yet (it keeps trying): the consumers must not wait for it to look.
+      if (!this.listener.listening) this.lookAgain();
+    } else {
+      this.lookAgain();
+    }
+    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(500, Math.floor(this.leaseMs / 3)));
+  }
+
+  async drain(timeoutMs: number): Promise<void> {
+    for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
+    this.listener?.stop();
+    this.listener = undefined;
+    const emptied = await this.inFlight.whenEmpty(timeoutMs);
+    if (!emptied) await this.releaseRunning();
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    this.leaseTimer = undefined;
+  }
+
+  async close(): Promise<void> {
+    for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    this.leaseTimer = undefined;
+    this.listener?.stop();
+    this.listener = undefined;
+    await this.connection.close();
+  }
+
+  async pause(topic: string): Promise<boolean> {
+    return (await this.connection.query(this.sql.pause, [topic])).length > 0;
+  }
+
+  async resume(topic: string): Promise<boolean> {
+    const resumed = int((await this.connection.query(this.sql.resume, [topic]))[0].resumed) > 0;
+    if (resumed) this.consumers.get(topic)?.kick();
+    return resumed;
+  }
+
+  async isPaused(topic: string): Promise<boolean> {
+    return (await this.connection.query(this.sql.isPaused, [topic]))[0].paused === true;
+  }
+
+  async topics(): Promise<TopicSummary[]> {
+    const rows = await this.connection.query(this.sql.topics);
+    return rows.map((row) => ({ topic: String(row.topic), waiting: int(row.waiting), running: int(row.running), dead: int(row.dead), paused: row.paused === true }));
+  }
+
+  async runNow(topic: string, key: string): Promise<boolean> {
+    if (hasNul(key)) return false;
+    const rows = await this.order.run([writeId(topic, key)], () => this.connection.query(this.sql.runNow, [topic, key]));
+    if (rows[0].found === true) this.consumers.get(topic)?.kick();
+    return rows[0].found === true;
+  }
+
+  /** The database reachable (its clock read within 2 s), the round trip, and per topic consumed here its consumer and lag. Never rejects. */
+  async health(): Promise<DriverHealth> {
+    const consumers = [...this.consumers.values()];
+    const started = performance.now();
+    const down = (): DriverHealth => ({
+      up: false,
+      roundTripMs: Math.round(performance.now() - started),
+      topics: consumers.map((topicConsumer) => ({ topic: topicConsumer.topic, consuming: true, consumerAlive: false, lagMs: 0, paused: false })),
+    });
+    const noAnswer = (): Error => new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`);
+    try {
+      await settleWithin(this.connection.query(this.sql.now), HEALTH_TIMEOUT_MS, noAnswer);
+    } catch {
+      return down();
+    }
+    const roundTripMs = Math.round((performance.now() - started) * 100) / 100;
+    if (consumers.length === 0) return { up: true, roundTripMs, topics: [] };
+    try {
+      const rows = await settleWithin(
+        this.connection.query(this.sql.topicHealth, [consumers.map((topicConsumer) => topicConsumer.topic)]),
+        HEALTH_TIMEOUT_MS,
+        noAnswer,
+      );
+      const topics = rows.map((row, n): TopicHealth => {
+        const now = int(row.now_ms);
+        const earliest = row.earliest === null ? undefined : int(row.earliest);
+        return {
+          topic: consumers[n].topic,
+          consuming: true,
+          consumerAlive: consumers[n].alive && (!this.listen || this.listener?.listening === true),
+          lagMs: earliest === undefined ? 0 : Math.max(0, now - earliest),
+          paused: row.paused === true,
+        };
+      });
+      return { up: true, roundTripMs, topics };
+    } catch {
+      return down();
+    }
+  }
+
+  // ---- writes ------------------------------------------------------------
+
+  /**
+   * Runs a write: in the application's transaction when one is given (the
+   * guard in the statement refuses one that is no longer open), else on the
+   * driver's pool, after earlier writes of the same keys.
+   */
+  private write(topic: string, keys: readonly string[], transaction: DriverTransaction | undefined, sql: string, params: (inTx: boolean) => unknown[]): Promise<Row[]> {
+    if (transaction) return this.connection.inTransaction(transaction, sql, params(true));
+    return this.order.run(
+      keys.map((key) => writeId(topic, key)),
+      () => this.connection.query(sql, params(false)),
+    );
+  }
+
+  private async writeSchedules(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number, transaction: DriverTransaction | undefined): Promise<ScheduleResult[]> {
+    for (const entry of entries) {
+      if (hasNul(entry.key)) throw new InvalidKeyError(entry.key, 'contains U+0000, which PostgreSQL cannot store in text');
+    }
+    if (entries.length === 0) return [];
+    const keys = entries.map((entry) => entry.key);
+    const dues = entries.map((entry) => dueParams(entry.due));
+    let rows: Row[];
+    try {
+      rows = await this.write(topic, keys, transaction, this.sql.schedule, (inTx) => [
+        topic,
+        keys,
+        dues.map(([absolute]) => absolute),
+        dues.map(([, value]) => value),
+        entries.map((entry) => (entry.payload === undefined || entry.payload === '' ? null : entry.payload)),
+        entries.map((entry) => entry.ifExists === 'keep'),
+        entries.map((entry) => entry.trace ?? null),
+        maxPastMs,
+        this.horizonMs,
+        inTx,
+      ]);
+    } catch (error) {
+      // A batch opened under one of the keys between the function's check and its write: nothing was written.
+      if (sqlState(error) === SQLSTATE_KIND_CONFLICT) throw new ActionKindConflictError(topic, conflictingKey(error, keys), 'batch');
+      throw error;
+    }
+    const first = rows[0];
+    this.sawNow(first.now_ms);
+    const status = int(first.status);
+    if (status < 0) {
+      const entry = entries[int(first.attempt) - 1];
+      throw this.refusal(status, topic, entry.key, entry.due, int(first.due_at), maxPastMs);
+    }
+    let soonest = Infinity;
+    const results = rows.map((row, n): ScheduleResult => {
+      const rowStatus = int(row.status);
+      const dueAt = int(row.due_at);
+      const action: StoredAction = {
+        topic,
+        key: keys[n],
+        payload: nullable(row.payload),
+        dueAt,
+        attempt: int(row.attempt),
+        state: rowStatus === 4 ? 'running' : 'waiting',
+      };
+      if (rowStatus <= 2) soonest = Math.min(soonest, dueAt);
+      return { action, outcome: rowStatus === 1 ? 'created' : rowStatus === 2 ? 'replaced' : 'kept' };
+    });
+    // This instance's own consumer need not wait for the notification (or, behind a transaction pooler, for its next look).
+    if (!transaction && soonest < Infinity) this.consumers.get(topic)?.wake(soonest);
+    return results;
+  }
+
+  // ---- helpers -----------------------------------------------------------
+
+  private sawNow(now: unknown): void {
+    if (now !== null && now !== undefined) this.clockSkew.value = int(now) - Date.now();
+  }
+
+  /** The typed error for a refused due time (-1 too far in the past, -2 beyond the horizon) or key (-3 a batch), as every driver throws. */
+  private refusal(status: number, topic: string, key: string, due: DueSpec, reportedDueAt: number, maxPastMs: number): Error {
+    if (status === -3) return new ActionKindConflictError(topic, key, 'batch');
+    const dueAt = 'atMs' in due ? due.atMs : reportedDueAt;
+    if (status === -1) return new DueTimeOutOfRangeError(dueAt, `more than ${maxPastMs} ms in the past (option maxPast)`);
+    return new DueTimeOutOfRangeError(dueAt, `beyond the driver's horizon of ${this.horizonMs} ms from now`);
+  }
+
+  /** Every consumer looks now: at start, and after the LISTEN connection came back. */
+  private readonly lookAgain = (): void => {
+    for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
+  };
+
+  private async renewLeases(): Promise<void> {
+    // Each renewal is bounded by the command timeout; a slow one must not pile up behind the next tick.
+    if (this.renewing) return;
+    this.renewing = true;
+    try {
+      await Promise.all(
+        [...this.consumers.values()]
+          .filter((topicConsumer) => topicConsumer.holdsLeases)
+          .map((topicConsumer) => {
+            const { members, tokens } = topicConsumer.leases();
+            return this.connection.query(this.sql.extend, [topicConsumer.topic, this.leaseMs, members, tokens]).catch((error: unknown) => {
+              this.logger.warn(`Could not renew leases: ${describeError(error)}`);
+            });
+          }),
+      );
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  /** Shutdown timed out: hand the runs still going back, so another instance takes them now. */
+  private async releaseRunning(): Promise<void> {
+    await Promise.all(
+      [...this.consumers.values()]
+        .filter((topicConsumer) => topicConsumer.running.size > 0)
+        .map(async (topicConsumer) => {
+          const { members, tokens } = topicConsumer.runningLeases();
+          try {
+            const rows = await this.connection.query(this.sql.release, [topicConsumer.topic, members, tokens]);
+            this.logger.warn(`Shutdown timed out: ${int(rows[0].released)} running action(s) of "${topicConsumer.topic}" handed back`);
+          } catch (error) {
+            this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
+          }
+        }),
+    );
+  }
+}
+
+/** 'at' times may carry a fraction of a ms: stored whole, never early. */
+function dueParams(due: DueSpec): [boolean, number] {
+  return 'delayMs' in due ? [false, Math.ceil(due.delayMs)] : [true, Math.floor(due.atMs)];
+}
+
+function writeId(topic: string, key: string): string {
+  return `${topic}\u0000${key}`;
+}
+
+/** PostgreSQL text cannot hold U+0000: such a key can have no action. */
+function hasNul(key: string): boolean {
+  return key.includes('\u0000');
+}
+
+function nullable(value: unknown): string | undefined {
+  return value === null || value === undefined ? undefined : String(value);
+}
+
+/** The key a kind-conflict error names (the function puts it in its message), else the first key. */
+function conflictingKey(error: unknown, keys: readonly string[]): string {
+  const message = error instanceof Error ? error.message : '';
+  return keys.find((key) => message.includes(`key ${key} of topic`)) ?? keys[0];
+}

@@ -1,0 +1,232 @@
+import { INestApplication, Injectable } from '@nestjs/common';
+import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, postgresMigrations } from 'nestjs-delay';
+import { Client, Pool } from 'pg';
+import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { TestPostgresServer } from '../support/postgres-server';
+import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
+
+const TOPIC = 'pgops.work';
+
+/** Runs of keys starting with "slow" take this long. */
+let slowMs = 0;
+
+@Injectable()
+class Worker {
+  readonly runs: Array<{ key: string; attempt: number; startedAt: number }> = [];
+
+  @OnDelayExpired(TOPIC, { concurrency: 4 })
+  async work(context: DelayContext): Promise<void> {
+    this.runs.push({ key: context.key, attempt: context.attempt, startedAt: Date.now() });
+    if (context.key.startsWith('slow')) await sleep(slowMs);
+  }
+}
+
+/**
+ * Operations and schema handling on the postgres driver: pause and resume
+ * across instances, runNow, topics and health; migrations applied once by
+ * instances starting together, `migrate: false` on a schema set up from
+ * postgresMigrations(), and a clear refusal when the schema is missing.
+ */
+describe('postgres: operations and migrations', () => {
+  let server: TestPostgresServer;
+  const apps: INestApplication[] = [];
+  let schemas = 0;
+
+  beforeAll(async () => {
+    server = await TestPostgresServer.start();
+  }, 60_000);
+  afterAll(() => server.dispose());
+  afterEach(async () => {
+    for (const app of apps.splice(0)) await app.close();
+  });
+
+  function options(schema: string, extra: Partial<{ migrate: boolean; wakeCheck: string; lease: string; pooler: 'session' | 'transaction' }> = {}): DelayModuleOptions {
+    return { driver: { type: 'postgres', connectionString: server.url, schema, ...extra }, shutdownTimeout: '1s' };
+  }
+
+  async function boot(schema: string, extra: Parameters<typeof options>[1] = {}): Promise<{ delay: DelayService; worker: Worker }> {
+    const app = await bootDelayApp(options(schema, extra), [Worker]);
+    apps.push(app);
+    return { delay: app.get(DelayService), worker: app.get(Worker) };
+  }
+
+  const fresh = (): string => `ops_${process.pid}_${++schemas}`;
+
+  it('pause holds every instance; resume runs what waited, and wakes the consumers at once', async () => {
+    const schema = fresh();
+    // A long safety re-check: the runs after resume can only be prompt if resume woke the consumers.
+    const a = await boot(schema, { wakeCheck: '30s' });
+    const b = await boot(schema, { wakeCheck: '30s' });
+    await a.delay.pause(TOPIC);
+    await a.delay.pause(TOPIC);
+    expect(await b.delay.isPaused(TOPIC)).toBe(true);
+    await b.delay.scheduleMany(TOPIC, [{ key: 'p1', delay: 50 }, { key: 'p2', delay: 100 }]);
+    await sleep(600);
+    expect([...a.worker.runs, ...b.worker.runs]).toEqual([]);
+    expect((await a.delay.get(TOPIC, 'p1'))?.paused).toBe(true);
+    expect(await a.delay.topics()).toEqual([{ topic: TOPIC, waiting: 2, running: 0, dead: 0, paused: true }]);
+
+    const resumedAt = Date.now();
+    await b.delay.resume(TOPIC);
+    await b.delay.resume(TOPIC);
+    expect(await a.delay.isPaused(TOPIC)).toBe(false);
+    await pollUntil(() => a.worker.runs.length + b.worker.runs.length === 2, 'both runs after resume', 3_000);
+    const runs = [...a.worker.runs, ...b.worker.runs];
+    expect(runs.map((run) => run.key).sort()).toEqual(['p1', 'p2']);
+    for (const run of runs) expect(run.startedAt - resumedAt).toBeLessThan(2_000);
+    await pollUntil(async () => (await a.delay.topics()).length === 0, 'the topic to empty', 3_000);
+  });
+
+  it('runNow makes a waiting action due now; health reports the lag of a topic left unclaimed', async () => {
+    const schema = fresh();
+    const { delay, worker } = await boot(schema, { wakeCheck: '30s' });
+    await delay.schedule(TOPIC, 'later', { delay: 3_600_000, payload: 'p' });
+    expect(await delay.runNow(TOPIC, 'nobody')).toBe(false);
+    expect(await delay.runNow(TOPIC, 'later')).toBe(true);
+    await pollUntil(() => worker.runs.length === 1, 'the run made due now', 3_000);
+
+    const health = await delay.health();
+    expect(health).toMatchObject({ driver: 'postgres', up: true, topics: [{ topic: TOPIC, consuming: true, consumerAlive: true, lagMs: 0, paused: false }] });
+    await delay.pause(TOPIC);
+    await delay.schedule(TOPIC, 'stuck', { delay: 0 });
+    await sleep(300);
+    const lagging = await delay.health();
+    expect(lagging.topics[0]).toMatchObject({ topic: TOPIC, paused: true });
+    expect(lagging.topics[0].lagMs).toBeGreaterThanOrEqual(200);
+  });
+
+  it('notifies only when a write makes the topic\'s earliest due time earlier', async () => {
+    const schema = fresh();
+    const { delay } = await boot(schema);
+    const listener = new Client({ connectionString: server.url });
+    const heard: string[] = [];
+    await listener.connect();
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    await listener.query(`LISTEN ${schema}`);
+    try {
+      const first = await delay.schedule(TOPIC, 'a', { delay: 60_000 });
+      await delay.schedule(TOPIC, 'b', { delay: 120_000 });
+      await delay.scheduleMany(TOPIC, [{ key: 'c', delay: 90_000 }, { key: 'd', delay: 100_000 }]);
+      await delay.collect(TOPIC, 'batch', 1, { window: '5m' });
+      await delay.reschedule(TOPIC, 'b', { delay: 70_000 });
+      const earlier = await delay.schedule(TOPIC, 'e', { delay: 30_000 });
+      const moved = await delay.reschedule(TOPIC, 'd', { delay: 10_000 });
+      await sleep(200);
+      expect(heard).toEqual([`${TOPIC} ${first.dueAt.getTime()}`, `${TOPIC} ${earlier.dueAt.getTime()}`, `${TOPIC} ${moved?.dueAt.getTime()}`]);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it("on the application's own pool: runs, borrows one client for LISTEN, and leaves the pool open at shutdown", async () => {
+    const pool = new Pool({ connectionString: server.url, max: 5 });
+    try {
+      const app = await bootDelayApp({ driver: { type: 'postgres', pool, schema: fresh() }, shutdownTimeout: '1s' }, [Worker]);
+      const delay = app.get(DelayService);
+      await delay.schedule(TOPIC, 'pooled', { delay: 100 });
+      await pollUntil(() => app.get(Worker).runs.length === 1, 'the run', 3_000);
+      await app.close();
+      expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('a handler running longer than its lease keeps it (renewed): no other instance runs it meanwhile', async () => {
+    const schema = fresh();
+    slowMs = 2_500;
+    const a = await boot(schema, { lease: '1s' });
+    const b = await boot(schema, { lease: '1s' });
+    await a.delay.schedule(TOPIC, 'slow-1', { delay: 50 });
+    await pollUntil(async () => a.worker.runs.length + b.worker.runs.length === 1 && (await a.delay.count(TOPIC)) === 0, 'the slow run and its ack', 6_000);
+    expect([...a.worker.runs, ...b.worker.runs].map((run) => [run.key, run.attempt])).toEqual([['slow-1', 1]]);
+  });
+
+  it('a shutdown that times out hands the running action back: another instance runs it at once, same attempt', async () => {
+    const schema = fresh();
+    slowMs = 3_000;
+    const doomed = await bootDelayApp({ ...options(schema), shutdownTimeout: 200 }, [Worker]);
+    await doomed.get(DelayService).schedule(TOPIC, 'slow-handed-back', { delay: 0 });
+    await pollUntil(() => doomed.get(Worker).runs.length === 1, 'the run', 3_000);
+    const survivor = await boot(schema, { wakeCheck: '30s' });
+    await doomed.close();
+    await pollUntil(() => survivor.worker.runs.length === 1, 'the handed-back run', 3_000);
+    expect(survivor.worker.runs.map((run) => [run.key, run.attempt])).toEqual([['slow-handed-back', 1]]);
+  });
+
+  it('reports created, replaced and kept; a key given twice in one scheduleMany sees its first arming', async () => {
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema: fresh() });
+    await driver.connect();
+    try {
+      const base = { topic: TOPIC, key: 'k', due: { delayMs: 60_000 }, payload: '1', maxPastMs: 1_000 } as const;
+      const outcomes = [
+        (await driver.schedule({ ...base, ifExists: 'replace' })).outcome,
+        (await driver.schedule({ ...base, ifExists: 'replace' })).outcome,
+        (await driver.schedule({ ...base, ifExists: 'keep' })).outcome,
+        (await driver.schedule({ ...base, key: 'k2', ifExists: 'keep' })).outcome,
+      ];
+      const many = await driver.scheduleMany({
+        topic: TOPIC,
+        maxPastMs: 1_000,
+        entries: [
+          { ...base, key: 'k3', payload: '"a"', ifExists: 'replace' },
+          { ...base, key: 'k3', payload: '"b"', ifExists: 'keep' },
+          { ...base, key: 'k3', payload: '"c"', ifExists: 'replace' },
+        ],
+      });
+      expect(outcomes).toEqual(['created', 'replaced', 'kept', 'created']);
+      expect(many.map((result) => [result.outcome, result.action.payload])).toEqual([
+        ['created', '"a"'],
+        ['kept', '"a"'],
+        ['replaced', '"c"'],
+      ]);
+      expect((await driver.get(TOPIC, 'k3'))?.payload).toBe('"c"');
+    } finally {
+      await driver.close();
+    }
+  });
+
+  it('instances starting together apply the migrations once', async () => {
+    const schema = fresh();
+    const [a, b, c] = await Promise.all([boot(schema), boot(schema), boot(schema)]);
+    const versions = await server.admin(`SELECT version FROM ${schema}.migrations`, [], true);
+    expect(versions).toEqual(postgresMigrations(schema).map((migration) => ({ version: migration.version })));
+    await a.delay.schedule(TOPIC, 'k', { delay: 50 });
+    await pollUntil(() => a.worker.runs.length + b.worker.runs.length + c.worker.runs.length === 1, 'one run', 3_000);
+  });
+
+  it('migrate: false refuses a missing schema at bootstrap, and runs on one set up from postgresMigrations()', async () => {
+    const schema = fresh();
+    await expect(bootDelayApp(options(schema, { migrate: false }), [Worker])).rejects.toThrow(/version 0.*postgresMigrations/);
+    const client = new Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      for (const migration of postgresMigrations(schema)) {
+        await client.query('BEGIN');
+        await client.query(migration.sql);
+        await client.query('COMMIT');
+      }
+    } finally {
+      await client.end();
+    }
+    const { delay, worker } = await boot(schema, { migrate: false });
+    await delay.schedule(TOPIC, 'managed', { delay: 50 });
+    await pollUntil(() => worker.runs.length === 1, 'the run', 3_000);
+  });
+
+  it("pooler 'transaction': no LISTEN; an instance's own arming wakes it at once, another's is found within wakeCheck", async () => {
+    const schema = fresh();
+    const consumer = await boot(schema, { pooler: 'transaction', wakeCheck: '1s' });
+    const producer = await bootDelayApp({ ...options(schema, { pooler: 'transaction' }), consume: false }, []);
+    apps.push(producer);
+    const listening = await server.admin(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'nestjs-delay listener'`);
+    expect(listening).toEqual([{ n: 0 }]);
+    await sleep(1_200);
+    const own = Date.now();
+    await consumer.delay.schedule(TOPIC, 'own', { delay: 100 });
+    await pollUntil(() => consumer.worker.runs.length === 1, 'its own arming', 3_000);
+    expect(consumer.worker.runs[0].startedAt - own).toBeLessThan(800);
+    await producer.get(DelayService).schedule(TOPIC, 'other', { delay: 50 });
+    await pollUntil(() => consumer.worker.runs.length === 2, "the other instance's arming", 3_000);
+  });
+});
