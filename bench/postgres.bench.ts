@@ -11,6 +11,8 @@
 //   BENCH_PG_PHASES=4,5 npm run bench:postgres   (only some phases)
 //   BENCH_PG_LARGE=1 npm run bench:postgres      (adds 1M pending for bytes per action, and the 1M bloat phase)
 //   BENCH_PG_HELD_TX_MS=120000 npm run bench:postgres (adds the drain with a transaction held open that long)
+//   BENCH_PG_EXPLAIN=1 npm run bench:postgres    (adds EXPLAIN ANALYZE of nestjs-delay's claim along a drain)
+//   BENCH_PG_CPU_PROF=<dir> npm run bench:postgres (--cpu-prof for the drain's worker processes)
 //
 // Phases: (1) schedule: one awaited, 100 in flight, bulk; (2) replace by key
 // and cancel by key, 100 in flight; (3) the floor: bare DELETE ... RETURNING
@@ -22,14 +24,14 @@
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import type { PoolClient } from 'pg';
 import { BenchPostgresServer } from './postgres/pg-server';
 import { BareProducer, DelayPgProducer, GraphileProducer, PgBossProducer } from './postgres/producers';
 import type { PgItem, PgProducer } from './postgres/producers';
-import { actionKey, CONTENDERS, contenderLabel, makePayload, PAYLOAD_BYTES, SCHEMAS } from './postgres/protocol';
+import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS } from './postgres/protocol';
 import type { PgContender, PgWorkerConfig, WorkerReport } from './postgres/protocol';
 import { WorkerPool } from './redis/worker-pool';
 import { pump } from './redis/pump';
@@ -38,7 +40,8 @@ import { fmt, markdownTable, median, quantile } from './support';
 const QUICK = process.env.BENCH_PG_QUICK === '1';
 const LARGE = process.env.BENCH_PG_LARGE === '1';
 const HELD_TX_MS = Number(process.env.BENCH_PG_HELD_TX_MS ?? 0);
-const DEFAULT_PHASES = ['1', '2', '3', '4', '5', '6', ...(LARGE ? ['7'] : []), ...(HELD_TX_MS > 0 ? ['8'] : [])].join(',');
+const EXPLAIN = process.env.BENCH_PG_EXPLAIN === '1';
+const DEFAULT_PHASES = ['1', '2', '3', '4', '5', '6', ...(LARGE ? ['7'] : []), ...(HELD_TX_MS > 0 ? ['8'] : []), ...(EXPLAIN ? ['9'] : [])].join(',');
 const PHASES = new Set((process.env.BENCH_PG_PHASES ?? DEFAULT_PHASES).split(',').map((phase) => Number(phase.trim())));
 
 const SETTINGS = {
@@ -84,6 +87,8 @@ class Bench {
 
   constructor(readonly server: BenchPostgresServer) {
     this.admin = new Pool({ connectionString: server.url, max: 3 });
+    // An idle connection closed by the server's shutdown at the end must not end the process.
+    this.admin.on('error', () => undefined);
   }
 
   async start(): Promise<void> {
@@ -528,6 +533,67 @@ async function runHeld(bench: Bench, heldMs: number): Promise<HeldResult> {
   return { heldMs, rounds };
 }
 
+// ---- phase 9: the claim, explained ---------------------------------------------
+
+/**
+ * The driver's own statement texts, from the compiled library (not part of
+ * its public API: read here only to explain them; pg_stat_statements keeps
+ * them with their constants replaced, which cannot run).
+ */
+async function driverStatements(): Promise<{ claim: string; complete: string }> {
+  const file = join(dirname(require.resolve('nestjs-delay')), 'drivers', 'postgres', 'postgres-statements.js');
+  const loaded = (await import(file)) as { postgresStatements: (schema: string) => { claim: string; complete: string } };
+  return loaded.postgresStatements(SCHEMAS.delay);
+}
+
+/**
+ * nestjs-delay's claim statement, run by hand along a drain of
+ * `drainCount`: claim 100, delete what it took (as the worker's completion
+ * does), again; EXPLAIN (ANALYZE, BUFFERS) of the first claim and of a few
+ * later ones, and the time of each.
+ */
+async function explainClaim(bench: Bench): Promise<string[]> {
+  const { claim, complete } = await driverStatements();
+  await bench.reset('delay');
+  const atMs = Date.now();
+  await bench.load('delay', 'explain', SETTINGS.drainCount, () => atMs);
+  await bench.vacuumAnalyze(SCHEMAS.delay);
+  const out: string[] = [];
+  const client = await bench.admin.connect();
+  try {
+    await client.query(`PREPARE bench_claim AS ${claim}`);
+    const claims = Math.ceil(SETTINGS.drainCount / SETTINGS.claimBatch);
+    const explainAt = new Set([0, 1, 50, Math.floor(claims / 2)]);
+    const times: number[] = [];
+    for (let n = 0; n < claims; n++) {
+      const args = [NAME, SETTINGS.claimBatch, 30_000, `explain-${n}`];
+      const startedAt = performance.now();
+      let rows: Array<Record<string, unknown>>;
+      if (explainAt.has(n)) {
+        const literals = args.map((arg) => (typeof arg === 'number' ? String(arg) : client.escapeLiteral(arg))).join(', ');
+        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim(${literals})`);
+        times.push(performance.now() - startedAt);
+        out.push(`claim #${n + 1}:`, ...plan.rows.map((row) => `    ${row['QUERY PLAN']}`), '');
+        rows = (await client.query(`SELECT member, token FROM ${SCHEMAS.delay}.actions WHERE claim_id = $1`, [`explain-${n}`])).rows;
+      } else {
+        rows = (await client.query(claim, args)).rows;
+        times.push(performance.now() - startedAt);
+      }
+      const taken = rows.filter((row) => row.member !== null);
+      await client.query(complete, [NAME, taken.map((row) => row.member), taken.map((row) => row.token)]);
+    }
+    const sorted = Float64Array.from(times).sort();
+    out.unshift(
+      `${claims} claims of ${SETTINGS.claimBatch} from one connection, each followed by the completion's DELETE: claim round trip p50 ${fmt(quantile(sorted, 0.5), 2)} ms, p99 ${fmt(quantile(sorted, 0.99), 2)} ms; first 10 ${fmt(median(times.slice(0, 10)), 2)} ms, last 10 ${fmt(median(times.slice(-10)), 2)} ms (median)`,
+      '',
+    );
+  } finally {
+    await client.query('DEALLOCATE ALL').catch(() => undefined);
+    client.release();
+  }
+  return out;
+}
+
 // ---- reports -----------------------------------------------------------------
 
 const MB = 2 ** 20;
@@ -578,18 +644,20 @@ function statementsTable(drains: readonly DrainResult[]): string {
 
 function latenessTable(results: readonly LatenessResult[]): string {
   return markdownTable(
-    ['system', 'wake-up', 'runs', 'lost / duplicated', 'lateness p50 ms', 'p99 ms', 'max ms', 'worker CPU µs/action'],
+    ['system', 'wake-up', 'runs', 'lost / duplicated', 'lateness p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'worker CPU µs/action', 'worker loop lag p99 ms'],
     results.map(({ kind, stats }) => [
       contenderLabel(kind),
       kind === 'delay' ? 'timer to the earliest due time; NOTIFY when a write makes it earlier' : kind === 'pgboss' ? 'polls every 2 s (pollingIntervalSeconds default; queue notify off)' : 'polls every 2 s (pollInterval default)',
       fmt(stats.runs),
       `${stats.lost} / ${stats.duplicates}`,
       fmt(quantile(stats.lateness, 0.5)),
+      fmt(quantile(stats.lateness, 0.9)),
       fmt(quantile(stats.lateness, 0.99)),
       fmt(stats.lateness[stats.lateness.length - 1] ?? NaN),
       fmt(stats.workerCpuMicros / Math.max(1, stats.runs)),
+      fmt(stats.loopDelayP99),
     ]),
-    [false, false, true, true, true, true, true, true],
+    [false, false, true, true, true, true, true, true, true, true],
   );
 }
 
@@ -756,10 +824,20 @@ async function main(): Promise<void> {
       );
     }
 
+    if (PHASES.has(9)) {
+      console.log(`\n## 9. nestjs-delay's claim, explained (EXPLAIN (ANALYZE, BUFFERS) along a drain of ${fmt(SETTINGS.drainCount)} due actions)\n`);
+      console.log('```');
+      console.log((await explainClaim(bench)).join('\n'));
+      console.log('```');
+    }
+
     console.log('\n## Targets\n');
     console.log(verdicts(rates, drains, floors, lateness, sizes).join('\n'));
     console.log(`- machine load average (1 min) at start / end: ${loadAtStart} / ${fmt(loadavg()[0], 2)}`);
     console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s`);
+  } catch (error) {
+    console.error(error);
+    process.exitCode = 1;
   } finally {
     await bench.close();
     await server.dispose();
@@ -767,7 +845,7 @@ async function main(): Promise<void> {
 }
 
 main().then(
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (error: unknown) => {
     console.error(error);
     process.exit(1);

@@ -183,6 +183,7 @@ export class BareProducer implements PgProducer {
 
   static async create(url: string): Promise<BareProducer> {
     const pool = new Pool({ connectionString: url, max: 10 });
+    pool.on('error', () => undefined);
     await pool.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMAS.bare}`);
     await pool.query(`CREATE TABLE IF NOT EXISTS ${SCHEMAS.bare}.actions (
       topic text COLLATE "C" NOT NULL, member text COLLATE "C" NOT NULL, due_at bigint NOT NULL, payload text,
