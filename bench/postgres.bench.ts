@@ -24,11 +24,12 @@
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import type { PoolClient } from 'pg';
 import { BenchPostgresServer } from './postgres/pg-server';
+import { driverStatementsModule, proposedClaim } from './postgres/proposed-claim';
 import { BareProducer, DelayPgProducer, GraphileProducer, PgBossProducer } from './postgres/producers';
 import type { PgItem, PgProducer } from './postgres/producers';
 import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS } from './postgres/protocol';
@@ -365,8 +366,8 @@ function runStats(reports: readonly WorkerReport[], expected: number, prefix: st
   };
 }
 
-function workerConfig(kind: PgContender, url: string): PgWorkerConfig {
-  return { kind, url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch };
+function workerConfig(kind: PgContender, url: string, proposedClaim = false, zeroSkew = false): PgWorkerConfig {
+  return { kind, url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, proposedClaim, zeroSkew };
 }
 
 async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
@@ -381,6 +382,8 @@ async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
 
 interface DrainResult {
   readonly kind: PgContender;
+  /** nestjs-delay's workers sent proposedClaim() (a what-if, not the library as it is). */
+  readonly proposed: boolean;
   readonly workers: number;
   readonly loadRate: number;
   readonly stats: RunStats;
@@ -390,13 +393,13 @@ interface DrainResult {
   readonly sizesAfter?: Awaited<ReturnType<Bench['schemaBytes']>>;
 }
 
-async function runDrain(bench: Bench, kind: PgContender, workers: number, count = SETTINGS.drainCount, prefix = 'drain'): Promise<DrainResult> {
+async function runDrain(bench: Bench, kind: PgContender, workers: number, count = SETTINGS.drainCount, prefix = 'drain', proposed = false): Promise<DrainResult> {
   await bench.reset(kind);
   const atMs = Date.now();
   const loadRate = await bench.load(kind, prefix, count, () => atMs);
   await bench.vacuumAnalyze(SCHEMAS[kind]);
   await bench.resetStatements();
-  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
+  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url, proposed), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
   try {
     const deadline = Date.now() + Math.max(120_000, count * 2);
     await pool.waitForDone(count, deadline);
@@ -405,7 +408,7 @@ async function runDrain(bench: Bench, kind: PgContender, workers: number, count 
     const statements = await bench.topStatements(6);
     const left = await leftRows(bench, kind);
     const sizesAfter = kind === 'delay' ? await bench.schemaBytes(SCHEMAS.delay) : undefined;
-    return { kind, workers, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter };
+    return { kind, proposed, workers, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter };
   } finally {
     await pool.stop();
   }
@@ -413,12 +416,15 @@ async function runDrain(bench: Bench, kind: PgContender, workers: number, count 
 
 interface LatenessResult {
   readonly kind: PgContender;
+  /** nestjs-delay's worker held its clock offset estimate at 0 (a what-if). */
+  readonly zeroSkew: boolean;
   readonly stats: RunStats;
 }
 
-async function runLateness(bench: Bench, kind: PgContender): Promise<LatenessResult> {
+async function runLateness(bench: Bench, kind: PgContender, zeroSkew = false): Promise<LatenessResult> {
   await bench.reset(kind);
-  const pool = await WorkerPool.start(1, workerConfig(kind, bench.server.url), WORKER_SCRIPT);
+  await bench.resetStatements();
+  const pool = await WorkerPool.start(1, workerConfig(kind, bench.server.url, false, zeroSkew), WORKER_SCRIPT);
   try {
     await sleep(2_500);
     const t0 = Date.now() + SETTINGS.latenessLeadMs;
@@ -429,7 +435,7 @@ async function runLateness(bench: Bench, kind: PgContender): Promise<LatenessRes
     await pump(10, { count: items.length }, (n) => producer.one(items[n]));
     await pool.waitForDone(items.length, t0 + SETTINGS.latenessSpreadMs + 15_000);
     await sleep(200);
-    return { kind, stats: runStats(await pool.reports(), items.length, 'late') };
+    return { kind, zeroSkew, stats: runStats(await pool.reports(), items.length, 'late') };
   } finally {
     await pool.stop();
   }
@@ -536,24 +542,25 @@ async function runHeld(bench: Bench, heldMs: number): Promise<HeldResult> {
 // ---- phase 9: the claim, explained ---------------------------------------------
 
 /**
- * The driver's own statement texts, from the compiled library (not part of
- * its public API: read here only to explain them; pg_stat_statements keeps
- * them with their constants replaced, which cannot run).
- */
-async function driverStatements(): Promise<{ claim: string; complete: string }> {
-  const file = join(dirname(require.resolve('nestjs-delay')), 'drivers', 'postgres', 'postgres-statements.js');
-  const loaded = (await import(file)) as { postgresStatements: (schema: string) => { claim: string; complete: string } };
-  return loaded.postgresStatements(SCHEMAS.delay);
-}
-
-/**
- * nestjs-delay's claim statement, run by hand along a drain of
- * `drainCount`: claim 100, delete what it took (as the worker's completion
- * does), again; EXPLAIN (ANALYZE, BUFFERS) of the first claim and of a few
- * later ones, and the time of each.
+ * nestjs-delay's claim statement, run by hand along a drain of `drainCount`
+ * from one connection: claim 100, delete what it took (the worker's
+ * completion statement), again; EXPLAIN (ANALYZE, BUFFERS) of a few claims,
+ * and the time of each. Done for the driver's claim and for proposedClaim().
  */
 async function explainClaim(bench: Bench): Promise<string[]> {
-  const { claim, complete } = await driverStatements();
+  const { claim, complete } = (await driverStatementsModule()).postgresStatements(SCHEMAS.delay);
+  const out: string[] = [];
+  for (const [name, sql] of [
+    ["the driver's claim", claim],
+    ['the proposed claim (one-row values once, more_due on the index)', proposedClaim(claim, SCHEMAS.delay)],
+  ] as const) {
+    out.push(`### ${name}`, '');
+    out.push(...(await explainAlongDrain(bench, sql, complete)));
+  }
+  return out;
+}
+
+async function explainAlongDrain(bench: Bench, claim: string, complete: string): Promise<string[]> {
   await bench.reset('delay');
   const atMs = Date.now();
   await bench.load('delay', 'explain', SETTINGS.drainCount, () => atMs);
@@ -563,28 +570,30 @@ async function explainClaim(bench: Bench): Promise<string[]> {
   try {
     await client.query(`PREPARE bench_claim AS ${claim}`);
     const claims = Math.ceil(SETTINGS.drainCount / SETTINGS.claimBatch);
-    const explainAt = new Set([0, 1, 50, Math.floor(claims / 2)]);
+    const explainAt = new Set([1, Math.floor(claims / 2)]);
     const times: number[] = [];
+    const startedAt = performance.now();
     for (let n = 0; n < claims; n++) {
       const args = [NAME, SETTINGS.claimBatch, 30_000, `explain-${n}`];
-      const startedAt = performance.now();
+      const claimStarted = performance.now();
       let rows: Array<Record<string, unknown>>;
       if (explainAt.has(n)) {
         const literals = args.map((arg) => (typeof arg === 'number' ? String(arg) : client.escapeLiteral(arg))).join(', ');
         const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim(${literals})`);
-        times.push(performance.now() - startedAt);
+        times.push(performance.now() - claimStarted);
         out.push(`claim #${n + 1}:`, ...plan.rows.map((row) => `    ${row['QUERY PLAN']}`), '');
         rows = (await client.query(`SELECT member, token FROM ${SCHEMAS.delay}.actions WHERE claim_id = $1`, [`explain-${n}`])).rows;
       } else {
         rows = (await client.query(claim, args)).rows;
-        times.push(performance.now() - startedAt);
+        times.push(performance.now() - claimStarted);
       }
       const taken = rows.filter((row) => row.member !== null);
       await client.query(complete, [NAME, taken.map((row) => row.member), taken.map((row) => row.token)]);
     }
+    const seconds = (performance.now() - startedAt) / 1000;
     const sorted = Float64Array.from(times).sort();
     out.unshift(
-      `${claims} claims of ${SETTINGS.claimBatch} from one connection, each followed by the completion's DELETE: claim round trip p50 ${fmt(quantile(sorted, 0.5), 2)} ms, p99 ${fmt(quantile(sorted, 0.99), 2)} ms; first 10 ${fmt(median(times.slice(0, 10)), 2)} ms, last 10 ${fmt(median(times.slice(-10)), 2)} ms (median)`,
+      `${claims} claims of ${SETTINGS.claimBatch} from one connection, each followed by the completion's DELETE: ${fmt(SETTINGS.drainCount / seconds)} actions/s; claim round trip p50 ${fmt(quantile(sorted, 0.5), 2)} ms, p99 ${fmt(quantile(sorted, 0.99), 2)} ms; first 10 ${fmt(median(times.slice(0, 10)), 2)} ms, last 10 ${fmt(median(times.slice(-10)), 2)} ms (median)`,
       '',
     );
   } finally {
@@ -598,6 +607,10 @@ async function explainClaim(bench: Bench): Promise<string[]> {
 
 const MB = 2 ** 20;
 
+function drainLabel(result: DrainResult): string {
+  return result.proposed ? 'nestjs-delay, proposed claim (what-if)' : contenderLabel(result.kind);
+}
+
 function drainTable(drains: readonly DrainResult[], floors: readonly FloorDrain[]): string {
   const rows = drains.map((result) => {
     const competitors = new Map(drains.filter((other) => other.workers === result.workers && other.kind !== 'delay').map((other) => [other.kind, other.rate]));
@@ -606,7 +619,7 @@ function drainTable(drains: readonly DrainResult[], floors: readonly FloorDrain[
     const { stats } = result;
     return [
       `${result.workers}`,
-      contenderLabel(result.kind),
+      drainLabel(result),
       fmt(result.rate),
       result.kind === 'delay' && best ? ratio(result.rate / best.value) : '',
       ratio(result.rate / floor),
@@ -630,7 +643,7 @@ function statementsTable(drains: readonly DrainResult[]): string {
   for (const result of drains) {
     for (const statement of result.statements.slice(0, 4)) {
       rows.push([
-        `${contenderLabel(result.kind)}, ${result.workers}w`,
+        `${drainLabel(result)}, ${result.workers}w`,
         fmt(statement.calls),
         fmt(statement.rows / Math.max(1, statement.calls), 1),
         fmt(statement.meanMs, 3),
@@ -645,8 +658,8 @@ function statementsTable(drains: readonly DrainResult[]): string {
 function latenessTable(results: readonly LatenessResult[]): string {
   return markdownTable(
     ['system', 'wake-up', 'runs', 'lost / duplicated', 'lateness p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'worker CPU µs/action', 'worker loop lag p99 ms'],
-    results.map(({ kind, stats }) => [
-      contenderLabel(kind),
+    results.map(({ kind, zeroSkew, stats }) => [
+      zeroSkew ? 'nestjs-delay, clock offset held at 0 (what-if)' : contenderLabel(kind),
       kind === 'delay' ? 'timer to the earliest due time; NOTIFY when a write makes it earlier' : kind === 'pgboss' ? 'polls every 2 s (pollingIntervalSeconds default; queue notify off)' : 'polls every 2 s (pollInterval default)',
       fmt(stats.runs),
       `${stats.lost} / ${stats.duplicates}`,
@@ -682,15 +695,23 @@ function verdicts(rates: readonly RateRow[], drains: readonly DrainResult[], flo
     lines.push(`- schedule with ${SETTINGS.inFlight} in flight: ${fmt(ours)}/s = ${ratio(ours / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours >= 2 * best)}`);
   }
   for (const workers of SETTINGS.workerCounts) {
-    const ours = drains.find((result) => result.kind === 'delay' && result.workers === workers);
+    const ours = drains.find((result) => result.kind === 'delay' && !result.proposed && result.workers === workers);
     if (ours === undefined) continue;
+    const whatIf = drains.find((result) => result.proposed && result.workers === workers);
     const best = Math.max(...drains.filter((result) => result.kind !== 'delay' && result.workers === workers).map((result) => result.rate));
     lines.push(`- drain, ${workers} worker(s): ${fmt(ours.rate)}/s = ${ratio(ours.rate / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours.rate >= 2 * best)}`);
     const floor = floors.find((entry) => entry.connections === workers);
     if (floor) lines.push(`- drain, ${workers} worker(s) = ${ratio(ours.rate / floor.rate)} the bare DELETE ... RETURNING's ${fmt(floor.rate)}/s with ${workers} connection(s) (target >= 0.5x): ${mark(ours.rate >= 0.5 * floor.rate)}`);
     lines.push(`- drain, ${workers} worker(s), nestjs-delay lost / duplicated: ${ours.stats.lost} / ${ours.stats.duplicates} (target 0 / 0): ${mark(ours.stats.lost === 0 && ours.stats.duplicates === 0)}`);
+    if (whatIf) {
+      lines.push(
+        `  (what-if, proposed claim: ${fmt(whatIf.rate)}/s = ${ratio(whatIf.rate / best)} the faster competitor, ${floor ? ratio(whatIf.rate / floor.rate) : 'n/a'} the bare DELETE ... RETURNING; lost / duplicated ${whatIf.stats.lost} / ${whatIf.stats.duplicates})`,
+      );
+    }
   }
-  const late = lateness.find((result) => result.kind === 'delay');
+  const late = lateness.find((result) => result.kind === 'delay' && !result.zeroSkew);
+  const lateWhatIf = lateness.find((result) => result.zeroSkew);
+  if (lateWhatIf) lines.push(`  (what-if, clock offset held at 0: lateness p99 ${fmt(quantile(lateWhatIf.stats.lateness, 0.99))} ms, p50 ${fmt(quantile(lateWhatIf.stats.lateness, 0.5))} ms)`);
   if (late) {
     const p99 = quantile(late.stats.lateness, 0.99);
     lines.push(`- lateness p99, idle worker: ${fmt(p99)} ms (target <= 25 ms): ${mark(p99 <= 25)}`);
@@ -765,6 +786,7 @@ async function main(): Promise<void> {
     if (PHASES.has(4)) {
       for (const workers of SETTINGS.workerCounts) {
         for (const kind of CONTENDERS) drains.push(await runDrain(bench, kind, workers));
+        drains.push(await runDrain(bench, 'delay', workers, SETTINGS.drainCount, 'drain', true));
       }
       console.log(`\n## 4. Drain: ${fmt(SETTINGS.drainCount)} due actions (loaded by each system's bulk call, then VACUUM ANALYZE), consumed by 1 then 2 worker processes, no-op handlers\n`);
       console.log('actions/s = distinct actions run / (last handler end - first handler start).\n');
@@ -778,7 +800,7 @@ async function main(): Promise<void> {
           markdownTable(
             ['workers', 'total MiB', 'by table'],
             ours.map((result) => [
-              String(result.workers),
+              `${result.workers}${result.proposed ? ' (proposed claim)' : ''}`,
               fmt((result.sizesAfter?.total ?? NaN) / MB, 2),
               (result.sizesAfter?.byTable ?? []).slice(0, 3).map((table) => `${table.name} heap ${fmt(table.heap / MB, 2)} + indexes ${fmt(table.indexes / MB, 2)} MiB`).join('; '),
             ]),
@@ -790,6 +812,7 @@ async function main(): Promise<void> {
 
     if (PHASES.has(5)) {
       for (const kind of CONTENDERS) lateness.push(await runLateness(bench, kind));
+      lateness.push(await runLateness(bench, 'delay', true));
       console.log(`\n## 5. Lateness: ${SETTINGS.latenessCount} actions due evenly over ${SETTINGS.latenessSpreadMs / 1000} s, scheduled one call each, one idle worker process\n`);
       console.log('lateness = handler start - due time (Date.now() in both processes).\n');
       console.log(latenessTable(lateness));

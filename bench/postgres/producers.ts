@@ -3,7 +3,9 @@
 // consume: false), pg-boss (send / insert / upsert / cancel), graphile-worker
 // (WorkerUtils addJob / addJobs / the remove_job SQL function), and bare SQL
 // through pg as the floor. Every one has a pool of 10 connections (each
-// system's default; the floor's set to match).
+// system's default; the floor's set to match). nestjs-delay's producer has a
+// commandTimeout of 30 s instead of 5 s: the bench loads 1000 actions per
+// scheduleMany, which a busy disk can hold longer than 5 s.
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import type { INestApplicationContext } from '@nestjs/common';
@@ -48,7 +50,7 @@ export class DelayPgProducer implements PgProducer {
   ) {}
 
   static async create(url: string): Promise<DelayPgProducer> {
-    @Module({ imports: [DelayModule.forRoot({ driver: { type: 'postgres', connectionString: url, schema: SCHEMAS.delay }, consume: false })] })
+    @Module({ imports: [DelayModule.forRoot({ driver: { type: 'postgres', connectionString: url, schema: SCHEMAS.delay, commandTimeout: '30s' }, consume: false })] })
     class ProducerModule {}
     const app = await NestFactory.createApplicationContext(ProducerModule, { logger: ['error', 'warn'] });
     return new DelayPgProducer(app, app.get(DelayService));

@@ -19,8 +19,9 @@ import { NestFactory } from '@nestjs/core';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Logger, run } from 'graphile-worker';
 import { PgBoss } from 'pg-boss';
-import { DelayModule, OnDelayExpired } from 'nestjs-delay';
+import { DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
 import type { DelayContext } from 'nestjs-delay';
+import { useProposedClaim } from './proposed-claim';
 import { NAME, SCHEMAS } from './protocol';
 import type { BenchPayload, ParentMessage, PgWorkerConfig, WorkerMessage, WorkerReport } from './protocol';
 
@@ -95,7 +96,15 @@ class BenchHandler {
 class WorkerModule {}
 
 async function startDelay(): Promise<() => Promise<void>> {
+  if (config.proposedClaim === true) await useProposedClaim();
   const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error', 'warn'] });
+  if (config.zeroSkew === true) {
+    // The driver's private offset object, reached by name: a what-if of the bench's, not an API.
+    const service = app.get(DelayService) as unknown as { driver: { clockSkew?: { value: number } } };
+    const skew = service.driver.clockSkew;
+    if (skew === undefined) throw new Error('zeroSkew: the driver has no clockSkew any more');
+    Object.defineProperty(skew, 'value', { get: () => 0, set: () => undefined });
+  }
   return () => app.close();
 }
 
