@@ -155,13 +155,13 @@ class Bench {
   }
 
   /** The statements that took the most server time since the last reset (pg_stat_statements). */
-  async topStatements(limit: number): Promise<Array<{ query: string; calls: number; rows: number; totalMs: number; meanMs: number }>> {
-    const { rows } = await this.admin.query<{ query: string; calls: string; rows: string; total: number; mean: number }>(
-      `SELECT query, calls, rows, total_exec_time AS total, mean_exec_time AS mean FROM pg_stat_statements
+  async topStatements(limit: number): Promise<Array<{ query: string; calls: number; rows: number; totalMs: number; meanMs: number; maxMs: number }>> {
+    const { rows } = await this.admin.query<{ query: string; calls: string; rows: string; total: number; mean: number; max: number }>(
+      `SELECT query, calls, rows, total_exec_time AS total, mean_exec_time AS mean, max_exec_time AS max FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $1`,
       [limit],
     );
-    return rows.map((row) => ({ query: row.query.replace(/\s+/g, ' ').slice(0, 110), calls: Number(row.calls), rows: Number(row.rows), totalMs: row.total, meanMs: row.mean }));
+    return rows.map((row) => ({ query: row.query.replace(/\s+/g, ' ').slice(0, 110), calls: Number(row.calls), rows: Number(row.rows), totalMs: row.total, meanMs: row.mean, maxMs: row.max }));
   }
 
   async resetStatements(): Promise<void> {
@@ -415,10 +415,12 @@ async function runDrain(bench: Bench, kind: PgContender, workers: number, count 
 }
 
 interface LatenessResult {
-  readonly kind: PgContender;
+  readonly kind: PgContender | 'bare';
   /** nestjs-delay's worker held its clock offset estimate at 0 (a what-if). */
   readonly zeroSkew: boolean;
   readonly stats: RunStats;
+  /** The busiest statements of the run (pg_stat_statements, nestjs-delay only). */
+  readonly statements?: Awaited<ReturnType<Bench['topStatements']>>;
 }
 
 async function runLateness(bench: Bench, kind: PgContender, zeroSkew = false): Promise<LatenessResult> {
@@ -435,10 +437,63 @@ async function runLateness(bench: Bench, kind: PgContender, zeroSkew = false): P
     await pump(10, { count: items.length }, (n) => producer.one(items[n]));
     await pool.waitForDone(items.length, t0 + SETTINGS.latenessSpreadMs + 15_000);
     await sleep(200);
-    return { kind, zeroSkew, stats: runStats(await pool.reports(), items.length, 'late') };
+    const statements = kind === 'delay' ? await bench.topStatements(4) : undefined;
+    return { kind, zeroSkew, stats: runStats(await pool.reports(), items.length, 'late'), statements };
   } finally {
     await pool.stop();
   }
+}
+
+/**
+ * The floor of lateness: the same spread of due times in the bare table, and
+ * this process sleeping (setTimeout) until each due time, then taking what is
+ * due with one autocommit DELETE ... RETURNING: a timer and one committed
+ * round trip, what any consumer that wakes on time must at least pay.
+ */
+async function floorLateness(bench: Bench): Promise<LatenessResult> {
+  await bench.reset('bare');
+  const t0 = Date.now() + SETTINGS.latenessLeadMs;
+  const step = SETTINGS.latenessSpreadMs / SETTINGS.latenessCount;
+  const items = Array.from({ length: SETTINGS.latenessCount }, (_, n) => item('late', n, Math.round(t0 + n * step)));
+  await bench.bare.bulk(items);
+  const client = await bench.bare.pool.connect();
+  const lateness: number[] = [];
+  const keys = new Map<string, number>();
+  try {
+    for (const next of items) {
+      const wait = next.atMs - Date.now();
+      if (wait > 0) await sleep(wait);
+      const { rows } = await client.query<{ payload: string }>(
+        `DELETE FROM ${SCHEMAS.bare}.actions WHERE topic = $1 AND due_at <= $2 RETURNING payload`,
+        [NAME, Date.now()],
+      );
+      const now = Date.now();
+      for (const row of rows) {
+        const payload = JSON.parse(row.payload) as { key: string; dueAt: number };
+        lateness.push(now - payload.dueAt);
+        keys.set(payload.key, (keys.get(payload.key) ?? 0) + 1);
+      }
+    }
+  } finally {
+    client.release();
+  }
+  const sorted = Float64Array.from(lateness).sort();
+  return {
+    kind: 'bare',
+    zeroSkew: false,
+    stats: {
+      runs: lateness.length,
+      unique: keys.size,
+      lost: items.length - keys.size,
+      duplicates: lateness.length - keys.size,
+      lateness: sorted,
+      firstStart: NaN,
+      lastEnd: NaN,
+      split: [lateness.length],
+      workerCpuMicros: NaN,
+      loopDelayP99: NaN,
+    },
+  };
 }
 
 // ---- phase 6: bytes per pending action ---------------------------------------
@@ -660,7 +715,12 @@ function latenessTable(results: readonly LatenessResult[]): string {
     ['system', 'wake-up', 'runs', 'lost / duplicated', 'lateness p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'worker CPU µs/action', 'worker loop lag p99 ms'],
     results.map(({ kind, zeroSkew, stats }) => [
       zeroSkew ? 'nestjs-delay, clock offset held at 0 (what-if)' : contenderLabel(kind),
-      kind === 'delay' ? 'timer to the earliest due time; NOTIFY when a write makes it earlier' : kind === 'pgboss' ? 'polls every 2 s (pollingIntervalSeconds default; queue notify off)' : 'polls every 2 s (pollInterval default)',
+      {
+        delay: 'timer to the earliest due time; NOTIFY when a write makes it earlier',
+        pgboss: 'polls every 2 s (pollingIntervalSeconds default; queue notify off)',
+        graphile: 'polls every 2 s (pollInterval default)',
+        bare: 'setTimeout to each due time, then one DELETE ... RETURNING (floor)',
+      }[kind],
       fmt(stats.runs),
       `${stats.lost} / ${stats.duplicates}`,
       fmt(quantile(stats.lateness, 0.5)),
@@ -714,7 +774,9 @@ function verdicts(rates: readonly RateRow[], drains: readonly DrainResult[], flo
   if (lateWhatIf) lines.push(`  (what-if, clock offset held at 0: lateness p99 ${fmt(quantile(lateWhatIf.stats.lateness, 0.99))} ms, p50 ${fmt(quantile(lateWhatIf.stats.lateness, 0.5))} ms)`);
   if (late) {
     const p99 = quantile(late.stats.lateness, 0.99);
-    lines.push(`- lateness p99, idle worker: ${fmt(p99)} ms (target <= 25 ms): ${mark(p99 <= 25)}`);
+    const floor = lateness.find((result) => result.kind === 'bare');
+    const floorP99 = floor ? ` (the floor, a timer and one DELETE ... RETURNING: p99 ${fmt(quantile(floor.stats.lateness, 0.99))} ms, p50 ${fmt(quantile(floor.stats.lateness, 0.5))} ms)` : '';
+    lines.push(`- lateness p99, idle worker: ${fmt(p99)} ms${floorP99} (target <= 25 ms): ${mark(p99 <= 25)}`);
   }
   for (const count of new Set(sizes.map((result) => result.count))) {
     const of = (kind: PgContender): number => sizes.find((result) => result.kind === kind && result.count === count)?.bytesPerAction ?? NaN;
@@ -813,9 +875,24 @@ async function main(): Promise<void> {
     if (PHASES.has(5)) {
       for (const kind of CONTENDERS) lateness.push(await runLateness(bench, kind));
       lateness.push(await runLateness(bench, 'delay', true));
+      lateness.push(await floorLateness(bench));
       console.log(`\n## 5. Lateness: ${SETTINGS.latenessCount} actions due evenly over ${SETTINGS.latenessSpreadMs / 1000} s, scheduled one call each, one idle worker process\n`);
       console.log('lateness = handler start - due time (Date.now() in both processes).\n');
       console.log(latenessTable(lateness));
+      const withStatements = lateness.filter((result) => result.statements !== undefined);
+      if (withStatements.length > 0) {
+        console.log("\nnestjs-delay's statements during the lateness runs (pg_stat_statements; execution only, a commit's WAL flush is not in it):\n");
+        const rows = withStatements.flatMap((result) =>
+          (result.statements ?? []).map((statement) => [
+            result.zeroSkew ? 'offset held at 0' : 'as is',
+            fmt(statement.calls),
+            fmt(statement.meanMs, 3),
+            fmt(statement.maxMs, 1),
+            `\`${statement.query.replace(/\|/g, '\\|')}\``,
+          ]),
+        );
+        console.log(markdownTable(['run', 'calls', 'mean ms', 'max ms', 'statement (cut)'], rows, [false, true, true, true, false]));
+      }
     }
 
     if (PHASES.has(6)) {
