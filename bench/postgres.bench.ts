@@ -804,7 +804,7 @@ async function main(): Promise<void> {
   const loadAtStart = fmt(loadavg()[0], 2);
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
-  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_CPU_PROF'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_EXPLAIN', 'BENCH_PG_CPU_PROF'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
   const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
 
   const server = await BenchPostgresServer.start(['max_connections=200', 'shared_preload_libraries=pg_stat_statements']);
