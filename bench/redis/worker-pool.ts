@@ -1,7 +1,7 @@
 // Forks worker processes (worker.ts, compiled) and gathers what they saw.
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
-import type { ParentMessage, WorkerConfig, WorkerMessage, WorkerReport } from './protocol';
+import type { ParentMessage, WorkerMessage, WorkerReport } from './protocol';
 
 const WORKER_SCRIPT = join(__dirname, 'worker.js');
 const READY_TIMEOUT_MS = 30_000;
@@ -52,14 +52,16 @@ class WorkerProcess {
 export class WorkerPool {
   private constructor(private readonly workers: WorkerProcess[]) {}
 
-  /** Forks `count` workers and waits until each consumes. BENCH_REDIS_CPU_PROF=<dir> profiles them. */
-  static async start(count: number, config: WorkerConfig): Promise<WorkerPool> {
-    const profileDir = process.env.BENCH_REDIS_CPU_PROF;
+  /**
+   * Forks `count` workers of `script` (default: the Redis bench's worker) with `config` as their one argument,
+   * and waits until each consumes. BENCH_REDIS_CPU_PROF=<dir> (or `profileDir`) profiles them.
+   */
+  static async start<C extends { readonly kind: string }>(count: number, config: C, script = WORKER_SCRIPT, profileDir = process.env.BENCH_REDIS_CPU_PROF): Promise<WorkerPool> {
     const workers: WorkerProcess[] = [];
     for (let n = 0; n < count; n++) {
       const name = `${config.kind}-${count}w-${n + 1}-${Date.now()}.cpuprofile`;
       const execArgv = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}`] : [];
-      const child = fork(WORKER_SCRIPT, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+      const child = fork(script, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
       workers.push(new WorkerProcess(child));
     }
     const pool = new WorkerPool(workers);

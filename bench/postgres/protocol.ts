@@ -1,0 +1,35 @@
+// What the PostgreSQL bench's main process and its worker processes share.
+// The payload, the keys and the IPC messages are the Redis bench's.
+export { actionKey, makePayload, PAYLOAD_BYTES } from '../redis/protocol';
+export type { BenchPayload, ParentMessage, WorkerMessage, WorkerReport } from '../redis/protocol';
+
+/** The nestjs-delay topic, the pg-boss queue and the graphile-worker task: one short name for all. */
+export const NAME = 'bench';
+
+/** The schemas of each system, on the bench's one database. */
+export const SCHEMAS = { delay: 'nestjs_delay', pgboss: 'pgboss', graphile: 'graphile_worker', bare: 'bare' } as const;
+
+export type PgContender = 'delay' | 'pgboss' | 'graphile';
+
+export const CONTENDERS: readonly PgContender[] = ['pgboss', 'graphile', 'delay'];
+
+export function contenderLabel(kind: PgContender | 'bare'): string {
+  return { delay: 'nestjs-delay', pgboss: 'pg-boss', graphile: 'graphile-worker', bare: 'bare SQL (floor)' }[kind];
+}
+
+/** Passed to a worker process as its one argument (JSON). */
+export interface PgWorkerConfig {
+  readonly kind: PgContender;
+  readonly url: string;
+  /** Handlers in flight per process (nestjs-delay concurrency, graphile-worker concurrency, pg-boss batchSize). */
+  readonly concurrency: number;
+  /** Rows taken per claim (nestjs-delay claimBatch, pg-boss batchSize, graphile-worker localQueue.size). */
+  readonly claimBatch: number;
+  /** nestjs-delay only: send the claim proposed in proposed-claim.ts instead of the driver's (a what-if). */
+  readonly proposedClaim?: boolean;
+  /**
+   * nestjs-delay only: hold the driver's estimate of the database clock's offset at 0 (bench and
+   * server share one machine and one clock) instead of letting each reply set it (a what-if).
+   */
+  readonly zeroSkew?: boolean;
+}
