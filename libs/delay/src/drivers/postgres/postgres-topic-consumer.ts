@@ -153,9 +153,11 @@ export class PostgresTopicConsumer {
     this.inFlight.enter();
     let recovered: Row[] = [];
     let rows: Row[];
+    let sentAt = 0;
     try {
       if (this.claimId !== undefined) recovered = await this.connection.query(this.sql.recover, [topic, this.claimId, leaseMs]);
       const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
+      sentAt = Date.now();
       rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recovered.length), leaseMs, claimId]);
       this.failures = 0;
       this.claimId = undefined;
@@ -171,7 +173,11 @@ export class PostgresTopicConsumer {
     this.claiming = false;
     const head = rows[0];
     const now = int(head.now_ms);
-    this.clockSkew.value = now - Date.now();
+    // The database read its clock when the statement started, just after it was sent: measured against the
+    // time of sending, the offset is not cut short by the statement's own run and commit (which would arm every
+    // timer that much late); at most the way there is added, and a timer that fires a little early finds
+    // nothing due and is armed again.
+    this.clockSkew.value = now - sentAt;
     const taken = [...recovered, ...rows.filter((row) => row.member !== null)];
     try {
       for (const row of taken) {
