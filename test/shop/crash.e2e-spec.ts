@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { Order } from '../../apps/shop/src/orders/order';
 import { TestPostgresServer } from '../support/postgres-server';
 import { buildShop, killShop, ShopProcess, spawnShop } from './shop-process';
+import { seededRandom } from '../support/seeded-random';
 
 /**
  * The real shop process (node dist/apps/shop/main.js, built by this test),
@@ -28,18 +29,6 @@ const SKUS = ['green-tea', 'black-tea', 'blue-mug', 'teapot'] as const;
 const ADMIN_TOKEN = 'crash-test-admin-token';
 
 jest.setTimeout(120_000);
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** How many went wrong and the first few, so a failure reads in a screen. */
 function few<T>(wrong: readonly T[]): { count: number; first: T[] } {
@@ -114,7 +103,7 @@ describe(`Crash (e2e): the shop process killed with -9 at random moments on the 
   }
 
   it(`keeps every acknowledged order, payment, timer and unit of stock through ${ROUNDS} kills`, async () => {
-    const random = prng(SEED);
+    const random = seededRandom(SEED);
     const placed = new Set<string>();
     const paid = new Set<string>();
 
