@@ -60,7 +60,7 @@ async function bootstrap(): Promise<void> {
   const { port } = app.getHttpServer().address() as AddressInfo;
   logger.log(`Shop listening on http://localhost:${port}`);
   logger.log(
-    `Delay admin page on http://localhost:${port}/admin/delays (${config.adminToken === undefined ? 'read-only: set ADMIN_TOKEN to enable its buttons' : 'buttons ask for ADMIN_TOKEN'}); ` +
+    `Delay admin page on http://localhost:${port}/admin/delays (${config.adminToken === undefined ? 'closed: set ADMIN_TOKEN to open it' : 'it asks for ADMIN_TOKEN'}); ` +
       `JSON admin on /api/admin (${config.adminToken === undefined ? 'closed: set ADMIN_TOKEN to open it' : 'send ADMIN_TOKEN as a bearer token'}); health on /health, Prometheus metrics on /metrics`,
   );
   const allowed = config.webhookAllowedNetworks.map(({ address, prefix }) => `${address}/${prefix}`);
