@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ClaimTimer } from '../claim-timer';
 import { Logger } from '@nestjs/common';
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
@@ -42,8 +43,7 @@ export class PostgresTopicConsumer {
   /** Runs whose handler is done but whose outcome is not recorded yet: their leases are still renewed. */
   private readonly settling = new Map<Delivery, string>();
   private used = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt = Infinity;
+  private readonly timer: ClaimTimer;
   private claiming = false;
   private claimAgain = false;
   private wakeDuringClaim = Infinity;
@@ -66,7 +66,9 @@ export class PostgresTopicConsumer {
     private readonly inFlight: InFlightTracker,
     /** Database time minus local time, kept fresh from every claim. */
     private readonly clockSkew: { value: number },
-  ) {}
+  ) {
+    this.timer = new ClaimTimer(clockSkew, () => void this.claim());
+  }
 
   get topic(): string {
     return this.settings.topic;
@@ -85,7 +87,7 @@ export class PostgresTopicConsumer {
   wake(at: number): void {
     if (this.stopped) return;
     if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
-    else this.armAt(at);
+    else this.timer.armAt(at);
   }
 
   /** Looks now: at start, after the LISTEN connection came back. */
@@ -95,7 +97,7 @@ export class PostgresTopicConsumer {
 
   stop(): void {
     this.stopped = true;
-    this.disarm();
+    this.timer.disarm();
   }
 
   /** Members and tokens whose leases are renewed: runs going on, and runs whose outcome is being recorded. */
@@ -114,25 +116,6 @@ export class PostgresTopicConsumer {
   /** Runs still going (handed back at a shutdown that timed out). */
   runningLeases(): { members: string[]; tokens: string[] } {
     return { members: [...this.running.values()], tokens: [...this.running.keys()].map((delivery) => delivery.token) };
-  }
-
-  private armAt(at: number): void {
-    if (at >= this.timerAt) return;
-    this.disarm();
-    this.timerAt = at;
-    // +1 ms: never look before the due time by the database's clock, or the claim finds nothing.
-    const delay = Math.max(0, at - (Date.now() + this.clockSkew.value) + 1);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      void this.claim();
-    }, Math.min(delay, 2_147_483_647));
-  }
-
-  private disarm(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Infinity;
   }
 
   private async claim(): Promise<void> {
@@ -213,7 +196,7 @@ export class PostgresTopicConsumer {
         this.lockedLooks = 0;
       }
       // Never sleep longer than the safety re-check, in case a notification is lost.
-      this.armAt(Math.min(nextAt, this.wakeDuringClaim, now + this.settings.wakeCheckMs));
+      this.timer.armAt(Math.min(nextAt, this.wakeDuringClaim, now + this.settings.wakeCheckMs));
     }
   }
 
@@ -233,7 +216,7 @@ export class PostgresTopicConsumer {
     if (this.failures === 1 || this.failures % 20 === 0) {
       this.logger.warn(`Claiming "${this.settings.topic}" failed (${describeError(error)}); retrying`);
     }
-    this.armAt(Date.now() + this.clockSkew.value + retryDelay(this.failures));
+    this.timer.armAt(Date.now() + this.clockSkew.value + retryDelay(this.failures));
   }
 
   private run(row: Row, now: number): void {

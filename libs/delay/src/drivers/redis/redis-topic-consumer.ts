@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ClaimTimer } from '../claim-timer';
 import { Logger } from '@nestjs/common';
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
@@ -62,8 +63,7 @@ export class RedisTopicConsumer {
   readonly running = new Map<Delivery, string>();
   /** Runs whose handler is done but whose outcome is not recorded yet: their leases are still renewed meanwhile. */
   private readonly settling = new Map<Delivery, string>();
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt = Infinity;
+  private readonly timer: ClaimTimer;
   private claiming = false;
   private claimAgain = false;
   private wakeDuringClaim = Infinity;
@@ -93,13 +93,15 @@ export class RedisTopicConsumer {
     private readonly inFlight: InFlightTracker,
     /** Redis time minus local time, kept fresh from every script reply. */
     private readonly clockSkew: { value: number },
-  ) {}
+  ) {
+    this.timer = new ClaimTimer(clockSkew, () => void this.claim());
+  }
 
   /** Something is due at `at` (Redis ms): make sure we look by then. */
   wake(at: number): void {
     if (this.stopped) return;
     if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
-    else this.armAt(at);
+    else this.timer.armAt(at);
   }
 
   /** Looks now: at start, after a reconnect, when a handler slot frees up. */
@@ -117,7 +119,7 @@ export class RedisTopicConsumer {
     this.settings.budget.leave(this.wakeForRoom);
     this.settings.budget.give(this.held);
     this.held = 0;
-    this.disarm();
+    this.timer.disarm();
   }
 
   /** The keys of the shard it claims from (lease renewal and release at shutdown use them). */
@@ -133,25 +135,6 @@ export class RedisTopicConsumer {
   private readonly wakeForRoom = (): void => {
     if (!this.stopped) this.queueClaim();
   };
-
-  private armAt(at: number): void {
-    if (at >= this.timerAt) return;
-    this.disarm();
-    this.timerAt = at;
-    // +1 ms: never look before the due time by Redis's clock, or the claim finds nothing.
-    const delay = Math.max(0, at - (Date.now() + this.clockSkew.value) + 1);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      void this.claim();
-    }, Math.min(delay, 2_147_483_647));
-  }
-
-  private disarm(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Infinity;
-  }
 
   private async claim(): Promise<void> {
     if (this.stopped) return;
@@ -227,10 +210,10 @@ export class RedisTopicConsumer {
     } else if (this.backlog) {
       this.settings.budget.waitForRoom(this.wakeForRoom);
       // Ticks take no slot: the next one is claimed on time even while every slot is busy.
-      if (nextTick >= 0) this.armAt(Math.min(nextTick, now + this.settings.wakeCheckMs));
+      if (nextTick >= 0) this.timer.armAt(Math.min(nextTick, now + this.settings.wakeCheckMs));
     } else {
       // Never sleep longer than the safety re-check, in case a wake-up is lost.
-      this.armAt(Math.min(nextAt, now + this.settings.wakeCheckMs));
+      this.timer.armAt(Math.min(nextAt, now + this.settings.wakeCheckMs));
     }
   }
 
@@ -251,7 +234,7 @@ export class RedisTopicConsumer {
     if (this.failures === 1 || this.failures % 20 === 0) {
       this.logger.warn(`Claiming ${quoteInput(this.settings.topic)} failed (${describeError(error)}); retrying`);
     }
-    this.armAt(Date.now() + this.clockSkew.value + delay);
+    this.timer.armAt(Date.now() + this.clockSkew.value + delay);
   }
 
   /** [member, token, member, token, ...] of the runs going on, as the extend and release scripts take them. */
