@@ -100,8 +100,8 @@ describe('Shop security (e2e)', () => {
       await app.http.get('/merchants/leafy/webhook').set('authorization', `Bearer ${current}`).expect(200).expect(({ body }) => expect(body).toMatchObject({ url }));
       const { body: merchants } = await app.http.get('/merchants').expect(200);
       expect(merchants).toEqual([
-        { id: 'leafy', name: 'Leafy Teas', subscribed: true },
-        { id: 'potters', name: 'The Potters', subscribed: false },
+        { id: 'leafy', name: 'Leafy Teas', timeZone: 'UTC', subscribed: true },
+        { id: 'potters', name: 'The Potters', timeZone: 'UTC', subscribed: false },
       ]);
     });
   });

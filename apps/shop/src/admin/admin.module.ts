@@ -4,11 +4,12 @@ import { AdminApiGuard } from './admin-api.guard';
 import { AdminController } from './admin.controller';
 import { DelaysAdminService } from './delays-admin.service';
 import { MerchantTokensController } from './merchant-tokens.controller';
+import { MerchantsAdminController } from './merchants-admin.controller';
 
-/** The JSON admin at /api/admin: delayed actions and merchants' tokens, all behind the ADMIN_TOKEN. */
+/** The JSON admin at /api/admin: delayed actions, merchants and their tokens, all behind the ADMIN_TOKEN. */
 @Module({
   imports: [MerchantsModule],
-  controllers: [AdminController, MerchantTokensController],
+  controllers: [AdminController, MerchantTokensController, MerchantsAdminController],
   providers: [DelaysAdminService, AdminApiGuard],
 })
 export class AdminModule {}

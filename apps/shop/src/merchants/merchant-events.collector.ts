@@ -11,8 +11,9 @@ import { WebhookSubscriptionsRepository } from './webhook-subscriptions.reposito
 
 /**
  * Turns order events into webhook events for each subscribed merchant in
- * the order. The library's per-key batching does the rest: the first event
- * for a merchant opens a window, later ones join it, and the whole batch
+ * the order; the daily digests add theirs with `add`. The library's
+ * per-key batching does the rest: the first event for a merchant opens a
+ * window, later ones join it, and the whole batch
  * reaches WebhookBatchHandler when the window closes (or it is full).
  * It runs inside the order change's transaction: on the postgres delay
  * driver an event is collected if and only if the change commits.
@@ -34,8 +35,12 @@ export class MerchantEventsCollector implements OnModuleInit {
     for (const merchantId of orderEvent.merchantIds) {
       // Nobody to send to: collecting would only fill a batch that is dropped.
       if (!(await this.subscriptions.findByMerchantId(merchantId))) continue;
-      const event: MerchantEvent = { id: randomUUID(), type: orderEvent.type, orderId: orderEvent.orderId, status: orderEvent.status, at: orderEvent.at };
-      await this.delay.collect(MERCHANT_WEBHOOK, merchantId, event, { window: this.config.webhookWindowMs, maxItems: this.config.webhookMaxBatch });
+      await this.add(merchantId, { id: randomUUID(), type: orderEvent.type, orderId: orderEvent.orderId, status: orderEvent.status, at: orderEvent.at });
     }
+  }
+
+  /** Adds one event to the merchant's next batch (an order's, or a daily digest). */
+  async add(merchantId: string, event: MerchantEvent): Promise<void> {
+    await this.delay.collect(MERCHANT_WEBHOOK, merchantId, event, { window: this.config.webhookWindowMs, maxItems: this.config.webhookMaxBatch });
   }
 }

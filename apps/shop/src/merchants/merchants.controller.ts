@@ -1,5 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpStatus, Param, Put, UseGuards } from '@nestjs/common';
 import { MerchantParams } from './dto/merchant-params.dto';
+import { MerchantTimeZoneDto } from './dto/merchant-time-zone.dto';
+import { MerchantDigest } from './merchant-digest';
+import { MerchantDigestsService } from './merchant-digests.service';
+import { MerchantProfile } from './merchant-profile';
+import { MerchantsService } from './merchants.service';
 import { SubscribeWebhookDto } from './dto/subscribe-webhook.dto';
 import { WebhookDelivery } from './webhook-delivery';
 import { WebhookSubscription } from './webhook-subscription';
@@ -7,13 +12,18 @@ import { MerchantTokenGuard } from './merchant-token.guard';
 import { MerchantListing, WebhooksService } from './webhooks.service';
 
 /**
- * Merchants and their webhook subscriptions. Anyone may list the merchants;
- * reading or changing a merchant's subscription and its delivery log needs
- * that merchant's token (MerchantTokenGuard).
+ * Merchants, their webhook subscriptions, zones and daily digests. Anyone
+ * may list the merchants; reading or changing a merchant's subscription,
+ * its delivery log, its zone or its digests needs that merchant's token
+ * (MerchantTokenGuard).
  */
 @Controller('merchants')
 export class MerchantsController {
-  constructor(private readonly webhooks: WebhooksService) {}
+  constructor(
+    private readonly webhooks: WebhooksService,
+    private readonly merchants: MerchantsService,
+    private readonly digests: MerchantDigestsService,
+  ) {}
 
   @Get()
   list(): Promise<MerchantListing[]> {
@@ -43,5 +53,25 @@ export class MerchantsController {
   @UseGuards(MerchantTokenGuard)
   deliveries(@Param() { merchantId }: MerchantParams): Promise<WebhookDelivery[]> {
     return this.webhooks.listDeliveries(merchantId);
+  }
+
+  @Get(':merchantId/time-zone')
+  @UseGuards(MerchantTokenGuard)
+  getTimeZone(@Param() { merchantId }: MerchantParams): Promise<MerchantProfile> {
+    return this.merchants.get(merchantId);
+  }
+
+  /** Moves the merchant's days, and its 09:00 digest, to another zone. */
+  @Put(':merchantId/time-zone')
+  @UseGuards(MerchantTokenGuard)
+  changeTimeZone(@Param() { merchantId }: MerchantParams, @Body() { timeZone }: MerchantTimeZoneDto): Promise<MerchantProfile> {
+    return this.merchants.changeTimeZone(merchantId, timeZone);
+  }
+
+  /** The merchant's daily digests, newest first. */
+  @Get(':merchantId/digests')
+  @UseGuards(MerchantTokenGuard)
+  listDigests(@Param() { merchantId }: MerchantParams): Promise<MerchantDigest[]> {
+    return this.digests.list(merchantId);
   }
 }

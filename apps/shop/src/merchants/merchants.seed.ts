@@ -1,7 +1,7 @@
 import { Merchant } from './merchant';
 
 /** The demo merchants; the catalogue's products name them. */
-export const MERCHANTS_SEED: readonly Merchant[] = [
+export const MERCHANTS_SEED: ReadonlyArray<Pick<Merchant, 'id' | 'name'>> = [
   { id: 'leafy', name: 'Leafy Teas' },
   { id: 'potters', name: 'The Potters' },
 ];

@@ -1,3 +1,5 @@
+import { MerchantDigest } from '../merchants/merchant-digest';
+
 /** A batch as the demo receiver recorded it. */
 export interface ReceivedBatch {
   readonly batchId: string;
@@ -9,10 +11,12 @@ export interface ReceivedBatch {
   readonly duplicate: boolean;
 }
 
+/** An order event (orderId, status) or a daily digest (digest), as received. */
 export interface ReceivedEvent {
   readonly id: string;
   readonly type: string;
-  readonly orderId: string;
-  readonly status: string;
+  readonly orderId?: string;
+  readonly status?: string;
+  readonly digest?: MerchantDigest;
   readonly at: string;
 }

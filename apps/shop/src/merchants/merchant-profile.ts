@@ -1,0 +1,8 @@
+/** A merchant with its zone and when its next digest is due. */
+export interface MerchantProfile {
+  readonly id: string;
+  readonly name: string;
+  readonly timeZone: string;
+  /** The next 09:00 in the merchant's zone; null when the delay driver runs no recurring schedules. */
+  readonly nextDigestAt: string | null;
+}

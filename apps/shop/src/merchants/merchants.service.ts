@@ -1,0 +1,59 @@
+import { Transactional } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { RecurringSchedule } from 'nestjs-delay';
+import { ConflictError } from '../common/errors/conflict.error';
+import { NotFoundError } from '../common/errors/not-found.error';
+import { DigestSchedules } from './digest-schedules';
+import { canonicalTimeZone } from './local-day';
+import { Merchant } from './merchant';
+import { MerchantProfile } from './merchant-profile';
+import { MerchantsRepository } from './merchants.repository';
+
+export interface CreateMerchant {
+  readonly id: string;
+  readonly name: string;
+  /** IANA name; default UTC. */
+  readonly timeZone?: string;
+}
+
+/**
+ * Merchants and their zones. A merchant's row and its digest schedule are
+ * written in one `@Transactional()` method, the schedule last: a zone the
+ * library refuses (UnknownTimeZoneError) or a failed schedule write rolls
+ * the row back, so a merchant never keeps a zone its schedule does not
+ * have. On a delay driver that joins the transaction the schedule commits
+ * with the row; on the others it is written just before the commit.
+ */
+@Injectable()
+export class MerchantsService {
+  constructor(
+    private readonly merchants: MerchantsRepository,
+    private readonly schedules: DigestSchedules,
+  ) {}
+
+  @Transactional()
+  async create({ id, name, timeZone = 'UTC' }: CreateMerchant): Promise<MerchantProfile> {
+    const merchant: Merchant = { id, name, timeZone: canonicalTimeZone(timeZone) };
+    if (!(await this.merchants.insert(merchant))) throw new ConflictError(`Merchant "${id}" exists already`);
+    return profile(merchant, await this.schedules.upsert(merchant));
+  }
+
+  @Transactional()
+  async changeTimeZone(id: string, timeZone: string): Promise<MerchantProfile> {
+    const current = await this.merchants.findByIdForUpdate(id);
+    if (!current) throw new NotFoundError('Merchant', id);
+    const merchant: Merchant = { ...current, timeZone: canonicalTimeZone(timeZone) };
+    await this.merchants.updateTimeZone(id, merchant.timeZone);
+    return profile(merchant, await this.schedules.upsert(merchant));
+  }
+
+  async get(id: string): Promise<MerchantProfile> {
+    const merchant = await this.merchants.findById(id);
+    if (!merchant) throw new NotFoundError('Merchant', id);
+    return profile(merchant, await this.schedules.get(id));
+  }
+}
+
+function profile(merchant: Merchant, schedule: RecurringSchedule | null): MerchantProfile {
+  return { ...merchant, nextDigestAt: schedule?.nextRunAt?.toISOString() ?? null };
+}
