@@ -1,45 +1,8 @@
-import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayEvent, DelayService, OnRecurring } from 'nestjs-delay';
+import { INestApplication } from '@nestjs/common';
+import { DelayEvent, DelayService } from 'nestjs-delay';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestRedisServer } from '../support/redis-server';
-
-interface Run {
-  readonly key: string;
-  readonly scheduledAt: number;
-  readonly runNow: boolean;
-  readonly at: number;
-}
-
-@Injectable()
-class Reports {
-  readonly runs: Run[] = [];
-
-  @OnRecurring('reports.every')
-  run({ key, occurrence, firedAt }: DelayContext): void {
-    this.runs.push({ key, scheduledAt: occurrence?.scheduledAt.getTime() ?? NaN, runNow: occurrence?.runNow ?? false, at: firedAt.getTime() });
-  }
-
-  of(key: string, scheduled = true): Run[] {
-    return this.runs.filter((run) => run.key === key && run.runNow !== scheduled);
-  }
-}
-
-@Injectable()
-class Slow {
-  started = 0;
-
-  @OnRecurring('slow.every', { concurrency: 1 })
-  async run(): Promise<void> {
-    this.started++;
-    await sleep(3_000);
-  }
-}
-
-/** Each scheduled instant ran at most once. */
-function expectNoDuplicates(runs: readonly Run[]): void {
-  const ids = runs.map((run) => `${run.key}@${run.scheduledAt}@${run.runNow}`);
-  expect(ids.length - new Set(ids).size).toBe(0);
-}
+import { expectNoDuplicates, Reports, Slow } from './support/recurring-handlers';
 
 describe('recurring schedules on the Redis driver (real redis-server)', () => {
   let redis: TestRedisServer;

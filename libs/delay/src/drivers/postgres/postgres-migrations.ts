@@ -329,6 +329,156 @@ BEGIN
   RETURN 1;
 END
 $fn$;
+
+-- ---- Recurring actions ---------------------------------------------------
+-- (Kept in a block of its own: the one atomic step of a recurring series,
+-- advanceSeries, and what the claim needs to take ticks without a slot.)
+
+-- A series' tick is an ordinary action under the series key, marked here: a
+-- claim takes due ticks besides its handler slots, so long handlers cannot
+-- hold a schedule back. The mark stays through retries, lease expiries,
+-- releases and moves, so a tick never waits for a slot.
+ALTER TABLE __schema__.actions ADD COLUMN tick boolean NOT NULL DEFAULT false;
+CREATE INDEX actions_waiting_ticks ON __schema__.actions (topic, due_at, member) WHERE state = 'waiting' AND tick;
+
+-- One row per series: the keys of its occurrences that may still be waiting
+-- or running, in creation order; pruned of those that finished or were
+-- cancelled at each step of the series.
+CREATE TABLE __schema__.series (
+  topic text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  occurrences text[] COLLATE "C" NOT NULL DEFAULT '{}',
+  PRIMARY KEY (topic, key)
+);
+
+-- advance_series: the one atomic step of a recurring series (the
+-- advanceSeries contract in delay-driver.interface.ts). Applied only if
+-- p_expect holds: 'token' (the tick is running under that token), 'payload'
+-- (the tick's payload is p_expect_value) or 'absent' (no action under the
+-- series key). Then the overlap policy is checked against the series' live
+-- occurrences, each occurrence is created unless an action has its key, the
+-- previous ones are cancelled for 'cancelPrevious', and the tick is re-armed
+-- under a new token (p_next 'delay' or 'at'), removed with the series' row
+-- ('remove') or left ('keep'). Status 1 applied, 0 the condition did not
+-- hold (nothing changed), -3 the series key holds a batch. Notifies the wake
+-- channel once, when the earliest new due time is earlier than the topic's
+-- earliest before, as schedule does.
+CREATE FUNCTION __schema__.advance_series(
+  p_topic text, p_key text, p_expect text, p_expect_value text, p_overlap text,
+  p_next text, p_next_value bigint, p_next_payload text,
+  p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[]
+) RETURNS TABLE (status integer, created text[], skipped text[], cancelled text[], soonest bigint, now_ms bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_now bigint := __schema__.clock_ms(false);
+  v_count integer := coalesce(cardinality(p_keys), 0);
+  v_row __schema__.actions%ROWTYPE;
+  v_found boolean;
+  v_earliest bigint;
+  v_soonest bigint;
+  v_at bigint;
+  v_listed text[];
+  v_state text;
+  v_alive text[] := '{}';
+  v_waiting boolean := false;
+  v_refused boolean;
+  v_created text[] := '{}';
+  v_skipped text[] := '{}';
+  v_cancelled text[] := '{}';
+  v_armed boolean := false;
+  v_member text;
+BEGIN
+  -- The tick's row lock serialises the steps of one series.
+  SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
+  v_found := FOUND;
+  IF p_expect = 'absent' THEN
+    IF v_found THEN RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN; END IF;
+  ELSIF NOT v_found THEN
+    RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN;
+  ELSIF p_expect = 'token' THEN
+    IF v_row.token::text <> p_expect_value OR v_row.state <> 'running' THEN
+      RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN;
+    END IF;
+  ELSIF v_row.batch OR v_row.payload IS DISTINCT FROM p_expect_value THEN
+    RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN;
+  END IF;
+  IF v_found AND v_row.batch THEN RETURN QUERY SELECT -3, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN; END IF;
+
+  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
+
+  -- No tick yet: arm it first. Two first steps of one series at once (instances
+  -- declaring the same schedule at boot) meet on its primary key, and the
+  -- second changes nothing, as its condition no longer holds.
+  IF p_expect = 'absent' AND p_next IN ('delay', 'at') THEN
+    v_at := CASE WHEN p_next = 'at' THEN p_next_value ELSE v_now + p_next_value END;
+    INSERT INTO __schema__.actions (topic, member, key, token, due_at, payload, tick)
+    VALUES (p_topic, p_key, p_key, nextval('__schema__.tokens'), v_at, p_next_payload, true)
+    ON CONFLICT (topic, member) DO NOTHING;
+    IF NOT FOUND THEN RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN; END IF;
+    v_soonest := v_at;
+    v_armed := true;
+  END IF;
+
+  -- The previous occurrences still waiting or running (a finished or cancelled one has no row).
+  SELECT s.occurrences INTO v_listed FROM __schema__.series s WHERE s.topic = p_topic AND s.key = p_key FOR UPDATE;
+  FOREACH v_member IN ARRAY coalesce(v_listed, '{}'::text[]) LOOP
+    SELECT a.state INTO v_state FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = v_member;
+    IF FOUND THEN
+      v_alive := v_alive || v_member;
+      IF v_state = 'waiting' THEN v_waiting := true; END IF;
+    END IF;
+  END LOOP;
+
+  v_refused := v_count > 0 AND ((p_overlap = 'skip' AND cardinality(v_alive) > 0) OR (p_overlap = 'bufferOne' AND v_waiting));
+  IF v_count > 0 AND p_overlap = 'cancelPrevious' THEN
+    -- A run going on is not interrupted: its outcome finds no row and changes nothing.
+    FOREACH v_member IN ARRAY v_alive LOOP
+      DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = v_member;
+      IF FOUND THEN v_cancelled := v_cancelled || v_member; END IF;
+    END LOOP;
+    v_alive := '{}';
+  END IF;
+
+  -- An occurrence key names one instant: it is created once, never over an existing action.
+  FOR n IN 1 .. v_count LOOP
+    IF v_refused THEN
+      v_skipped := v_skipped || p_keys[n];
+      CONTINUE;
+    END IF;
+    v_at := CASE WHEN p_absolute[n] THEN p_values[n] ELSE v_now + p_values[n] END;
+    INSERT INTO __schema__.actions (topic, member, key, token, due_at, payload)
+    VALUES (p_topic, p_keys[n], p_keys[n], nextval('__schema__.tokens'), v_at, p_payloads[n])
+    ON CONFLICT (topic, member) DO NOTHING;
+    IF FOUND THEN
+      v_created := v_created || p_keys[n];
+      v_soonest := least(v_soonest, v_at);
+    ELSE
+      v_skipped := v_skipped || p_keys[n];
+    END IF;
+  END LOOP;
+
+  IF p_next = 'remove' THEN
+    DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key;
+    DELETE FROM __schema__.series s WHERE s.topic = p_topic AND s.key = p_key;
+  ELSE
+    IF p_next IN ('delay', 'at') AND NOT v_armed THEN
+      v_at := CASE WHEN p_next = 'at' THEN p_next_value ELSE v_now + p_next_value END;
+      -- A run of the tick still going loses its lease; its outcome will not match the new token.
+      UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = 1, due_at = v_at, state = 'waiting', lease_until = NULL,
+        claim_id = NULL, payload = p_next_payload, trace = NULL, tick = true
+      WHERE a.topic = p_topic AND a.member = p_key;
+      v_soonest := least(v_soonest, v_at);
+    END IF;
+    INSERT INTO __schema__.series AS s (topic, key, occurrences) VALUES (p_topic, p_key, v_alive || v_created)
+    ON CONFLICT (topic, key) DO UPDATE SET occurrences = excluded.occurrences;
+  END IF;
+
+  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest) THEN
+    PERFORM pg_notify('__schema__', p_topic || ' ' || v_soonest);
+  END IF;
+  RETURN QUERY SELECT 1, v_created, v_skipped, v_cancelled, v_soonest, v_now;
+END
+$fn$;
 `,
   },
 ];

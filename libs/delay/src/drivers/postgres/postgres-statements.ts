@@ -32,10 +32,11 @@ export interface PostgresStatements {
   readonly topics: string;
   readonly topicHealth: string;
   readonly now: string;
+  readonly advanceSeries: string;
 }
 
 /** The columns a reader of actions needs. */
-const ACTION_COLUMNS = 'a.member, a.key, a.token, a.attempt, a.due_at, a.state, a.payload, a.batch, a.items, a.trace';
+const ACTION_COLUMNS = 'a.member, a.key, a.token, a.attempt, a.due_at, a.state, a.payload, a.batch, a.items, a.trace, a.tick';
 
 export function postgresStatements(schema: string): PostgresStatements {
   const s = schema;
@@ -59,11 +60,15 @@ export function postgresStatements(schema: string): PostgresStatements {
       ORDER BY d.died_at, d.id LIMIT $2::integer OFFSET $3::integer`,
     countDead: `SELECT count(*)::integer AS n FROM ${s}.dead d WHERE d.topic = $1::text`,
     redrive: `SELECT ${s}.redrive($1::text, $2::text) AS status`,
-    // $1 topic, $2 limit, $3 lease ms, $4 claim id. First, runs whose lease expired (their instance died or
+    // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit. First, runs whose lease expired (their instance died or
     // stalled) go back to waiting as a new attempt under a new token; they are claimable by the next claim.
     // Then up to $2 due actions of an unpaused topic are leased, earliest first, skipping rows another
     // transaction holds. An open batch is closed as it is claimed: re-filed under its own id.
     // next: the earliest due time after now, or lease to expire, to sleep until.
+    // Recurring ticks ($5 at most, besides the limit) are taken apart from the handler slots: a tick is library
+    // work of microseconds, so a topic whose slots are all busy with long handlers still advances its schedules
+    // on time. next_tick is the earliest tick after now (a consumer waiting for a slot still wakes for it);
+    // more_ticks says due ticks were left (beyond $5, or held by another transaction).
     // The one-row head is computed once (MATERIALIZED), not once per claimed row; and "more due" counts at
     // most one row past what was picked, along the due-time index (picked rows are still waiting in the
     // statement's snapshot), instead of an anti-join that read every dead row a drain had left behind.
@@ -76,19 +81,26 @@ export function postgresStatements(schema: string): PostgresStatements {
         RETURNING 1),
       picked AS (
         SELECT w.member FROM ${s}.actions w, clock c
-        WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= c.now AND $2::integer > 0 AND NOT ${paused}
+        WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= c.now AND NOT w.tick AND $2::integer > 0 AND NOT ${paused}
         ORDER BY w.due_at, w.member LIMIT $2::integer FOR UPDATE OF w SKIP LOCKED),
+      ticked AS (
+        SELECT w.member FROM ${s}.actions w, clock c
+        WHERE w.topic = $1::text AND w.state = 'waiting' AND w.tick AND w.due_at <= c.now AND $5::integer > 0 AND NOT ${paused}
+        ORDER BY w.due_at, w.member LIMIT $5::integer FOR UPDATE OF w SKIP LOCKED),
       claimed AS (
         UPDATE ${s}.actions a SET state = 'running', lease_until = c.now + $3::bigint, claim_id = $4::text, cancel_by_key = false,
           member = CASE WHEN a.batch AND a.member = a.key THEN a.key || chr(31) || lpad(a.token::text, 20, '0') ELSE a.member END
-        FROM picked p, clock c WHERE a.topic = $1::text AND a.member = p.member
+        FROM (SELECT member FROM picked UNION ALL SELECT member FROM ticked) p, clock c WHERE a.topic = $1::text AND a.member = p.member
         RETURNING ${ACTION_COLUMNS}),
       head AS MATERIALIZED (
         SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused,
           least((SELECT min(w.due_at) FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at > c.now),
                 (SELECT min(r.lease_until) FROM ${s}.actions r WHERE r.topic = $1::text AND r.state = 'running')) AS next_at,
-          (SELECT count(*) FROM (SELECT 1 FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= c.now
-             ORDER BY w.due_at, w.member LIMIT $2::integer + 1) d) > (SELECT count(*) FROM picked) AS more_due
+          (SELECT count(*) FROM (SELECT 1 FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= c.now AND NOT w.tick
+             ORDER BY w.due_at, w.member LIMIT $2::integer + 1) d) > (SELECT count(*) FROM picked) AS more_due,
+          (SELECT min(t.due_at) FROM ${s}.actions t WHERE t.topic = $1::text AND t.state = 'waiting' AND t.tick AND t.due_at > c.now) AS next_tick,
+          (SELECT count(*) FROM (SELECT 1 FROM ${s}.actions t WHERE t.topic = $1::text AND t.state = 'waiting' AND t.tick AND t.due_at <= c.now
+             ORDER BY t.due_at, t.member LIMIT $5::integer + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks
         FROM clock c)
       SELECT h.*, k.* FROM head h LEFT JOIN claimed k ON true`,
     // A claim whose reply was lost, asked again: what it took and still holds, leases renewed, same attempt.
@@ -141,5 +153,9 @@ export function postgresStatements(schema: string): PostgresStatements {
         EXISTS (SELECT 1 FROM ${s}.paused_topics p WHERE p.topic = t.topic) AS paused
       FROM unnest($1::text[]) AS t(topic)`,
     now: `SELECT ${s}.clock_ms(false) AS now_ms`,
+    // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
+    // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads (see advance_series in the migrations)
+    advanceSeries: `SELECT status, created, skipped, cancelled, soonest, now_ms FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text,
+      $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[])`,
   };
 }

@@ -10,6 +10,9 @@ import { PostgresConnection, Row } from './postgres-connection';
 import { int, toDelivery } from './postgres-rows';
 import { PostgresStatements } from './postgres-statements';
 
+/** Recurring ticks one claim takes besides its handler slots (the claim statement's $5). */
+const TICKS_PER_CLAIM = 64;
+
 /** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
@@ -141,7 +144,8 @@ export class PostgresTopicConsumer {
       if (this.claimId !== undefined) recovered = await this.connection.query(this.sql.recover, [topic, this.claimId, leaseMs]);
       const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
       sentAt = Date.now();
-      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recovered.length), leaseMs, claimId]);
+      const recoveredSlots = recovered.filter((row) => row.tick !== true).length;
+      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recoveredSlots), leaseMs, claimId, TICKS_PER_CLAIM]);
       this.failures = 0;
       this.claimId = undefined;
     } catch (error) {
@@ -162,34 +166,46 @@ export class PostgresTopicConsumer {
     // nothing due and is armed again.
     this.clockSkew.value = now - sentAt;
     const taken = [...recovered, ...rows.filter((row) => row.member !== null)];
+    // A recurring tick holds no handler slot.
+    let slotted = 0;
+    let ticks = 0;
     try {
       for (const row of taken) {
+        const tick = row.tick === true;
+        if (tick) ticks++;
+        else slotted++;
         try {
-          this.run(row, now);
+          this.run(row, now, tick);
         } catch (error) {
           this.logger.error(`Cannot run "${topic}" / "${String(row.key)}": ${describeError(error)}`);
-          this.used--;
+          if (!tick) this.used--;
         }
       }
     } finally {
       this.inFlight.leave();
       // A claim asked again returns what it took then, which may be more than this claim's slots.
-      this.used -= limit - taken.length;
+      this.used -= limit - slotted;
     }
     if (this.stopped) return;
 
     const paused = head.paused === true;
     const moreDue = head.more_due === true && !paused;
-    const full = limit === 0 || taken.length >= limit;
-    if (this.claimAgain || int(head.revived) > 0) {
+    const moreTicks = head.more_ticks === true && !paused;
+    const full = limit === 0 || slotted >= limit;
+    if (this.claimAgain || int(head.revived) > 0 || (moreTicks && ticks >= TICKS_PER_CLAIM)) {
       this.queueClaim();
-    } else if (moreDue && full) {
+    } else if (moreDue && full && this.used < this.settings.concurrency) {
       // More is due than this claim could take: claim again as slots free.
-      if (this.used < this.settings.concurrency) this.queueClaim();
-      else this.waitingForRoom = true;
+      this.queueClaim();
+    } else if (moreDue && full && !moreTicks) {
+      this.waitingForRoom = true;
+      // Ticks take no slot: the next one is claimed on time even while every slot is busy.
+      const nextTick = paused || head.next_tick === null ? Infinity : int(head.next_tick);
+      this.timer.armAt(Math.min(nextTick, this.wakeDuringClaim, now + this.settings.wakeCheckMs));
     } else {
+      if (moreDue && full) this.waitingForRoom = true;
       let nextAt = paused ? Infinity : head.next_at === null ? Infinity : int(head.next_at);
-      if (moreDue) {
+      if ((moreDue && !full) || moreTicks) {
         // Due rows another transaction holds: look again shortly, backing off while they stay held.
         nextAt = now + Math.min(1_000, 25 * 2 ** Math.min(this.lockedLooks++, 6));
       } else {
@@ -219,7 +235,7 @@ export class PostgresTopicConsumer {
     this.timer.armAt(Date.now() + this.clockSkew.value + retryDelay(this.failures));
   }
 
-  private run(row: Row, now: number): void {
+  private run(row: Row, now: number, tick: boolean): void {
     const delivery = toDelivery(this.settings.topic, row, now);
     const member = String(row.member);
     this.running.set(delivery, member);
@@ -229,7 +245,7 @@ export class PostgresTopicConsumer {
       try {
         this.running.delete(delivery);
         this.settling.set(delivery, member);
-        this.freeSlot();
+        if (!tick) this.freeSlot();
         recorded = this.settle(delivery, member, outcome);
       } catch (error) {
         // The run is over even so: it must not hold drain or renew its lease for ever. The dispatcher logs the error.

@@ -4,6 +4,8 @@ import { ActionKindConflictError } from '../../errors/action-kind-conflict.error
 import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
 import { InvalidKeyError } from '../../errors/invalid-key.error';
 import {
+  AdvanceSeriesCommand,
+  AdvanceSeriesResult,
   CollectCommand,
   CollectResult,
   DelayConsumer,
@@ -264,6 +266,48 @@ export class PostgresDriver implements DelayDriver {
     return rows[0].found === true;
   }
 
+  /**
+   * The one atomic step of a recurring series: one call of the schema's
+   * advance_series function (see its comment in the migrations), after this
+   * driver's earlier writes to the series key.
+   */
+  async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
+    const { topic, key, expect, next } = command;
+    if (hasNul(key)) throw new InvalidKeyError(key, 'contains U+0000, which PostgreSQL cannot store in text');
+    for (const occurrence of command.occurrences) {
+      if (hasNul(occurrence.key)) throw new InvalidKeyError(occurrence.key, 'contains U+0000, which PostgreSQL cannot store in text');
+    }
+    const [expectKind, expectValue] = 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', null];
+    const [nextKind, nextValue, nextPayload] =
+      next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
+    const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
+    const rows = await this.order.run([writeId(topic, key)], () =>
+      this.connection.query(this.sql.advanceSeries, [
+        topic,
+        key,
+        expectKind,
+        expectValue,
+        command.overlap,
+        nextKind,
+        nextValue,
+        nextPayload,
+        command.occurrences.map((occurrence) => occurrence.key),
+        dues.map(([absolute]) => absolute),
+        dues.map(([, value]) => value),
+        command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
+      ]),
+    );
+    const row = rows[0];
+    this.sawNow(row.now_ms);
+    const status = int(row.status);
+    if (status === -3) throw new ActionKindConflictError(topic, key, 'batch');
+    if (status !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
+    // This instance's consumer need not wait for a notification: a re-armed tick that is not the topic's
+    // earliest due time notifies no one, and a consumer whose slots are all busy sleeps until its next tick.
+    if (row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
+    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled: texts(row.cancelled) };
+  }
+
   /** The database reachable (its clock read within 2 s), the round trip, and per topic consumed here its consumer and lag. Never rejects. */
   async health(): Promise<DriverHealth> {
     const consumers = [...this.consumers.values()];
@@ -441,6 +485,11 @@ function writeId(topic: string, key: string): string {
 /** PostgreSQL text cannot hold U+0000: such a key can have no action. */
 function hasNul(key: string): boolean {
   return key.includes('\u0000');
+}
+
+/** A text[] column as strings. */
+function texts(value: unknown): string[] {
+  return Array.isArray(value) ? value.map(String) : [];
 }
 
 function nullable(value: unknown): string | undefined {

@@ -1,0 +1,229 @@
+import { INestApplication, Injectable } from '@nestjs/common';
+import { DelayContext, DelayEvent, DelayService, OnRecurring } from 'nestjs-delay';
+import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { TestPostgresServer } from '../support/postgres-server';
+import { expectNoDuplicates, Reports, Run, Slow } from './support/recurring-handlers';
+
+/** One slow handler per overlap policy, one slot each: every 1 s schedule meets its previous occurrence still running. */
+@Injectable()
+class Overlapping {
+  readonly started = new Map<string, number>();
+
+  private async work(topic: string): Promise<void> {
+    this.started.set(topic, (this.started.get(topic) ?? 0) + 1);
+    await sleep(2_500);
+  }
+
+  @OnRecurring('overlap.skip', { concurrency: 1 })
+  skip(): Promise<void> {
+    return this.work('overlap.skip');
+  }
+
+  @OnRecurring('overlap.allow', { concurrency: 1 })
+  allow(): Promise<void> {
+    return this.work('overlap.allow');
+  }
+
+  @OnRecurring('overlap.cancel', { concurrency: 1 })
+  cancel(): Promise<void> {
+    return this.work('overlap.cancel');
+  }
+
+  @OnRecurring('overlap.buffer', { concurrency: 1 })
+  buffer(): Promise<void> {
+    return this.work('overlap.buffer');
+  }
+}
+
+/** The handler of the two-instance test: each instance records what it ran. */
+@Injectable()
+class Shared {
+  readonly runs: Run[] = [];
+
+  @OnRecurring('shared.every', { concurrency: 4 })
+  run({ key, occurrence, firedAt }: DelayContext): void {
+    this.runs.push({ key, scheduledAt: occurrence?.scheduledAt.getTime() ?? NaN, runNow: occurrence?.runNow ?? false, at: firedAt.getTime() });
+  }
+}
+
+const sizeOf = (events: readonly DelayEvent[], type: DelayEvent['type'], topic: string): number =>
+  events.filter((event) => event.type === type && event.topic === topic).reduce((sum, event) => sum + (event.size ?? 1), 0);
+
+describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
+  let server: TestPostgresServer;
+  let apps: INestApplication[] = [];
+  let schemas = 0;
+
+  beforeAll(async () => {
+    server = await TestPostgresServer.start();
+  }, 60_000);
+  afterAll(async () => {
+    await server.dispose();
+  });
+  afterEach(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    apps = [];
+  });
+
+  const fresh = (): string => `rec_${process.pid}_${++schemas}`;
+
+  async function boot(schema = fresh()): Promise<{ delay: DelayService; reports: Reports; app: INestApplication }> {
+    const app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema, lease: '5s' }, shutdownTimeout: '1s' }, [Reports, Slow, Overlapping, Shared]);
+    apps.push(app);
+    return { delay: app.get(DelayService), reports: app.get(Reports), app };
+  }
+
+  it('upsert, get, list, pause, resume, run now and remove', async () => {
+    const { delay, reports } = await boot();
+    const created = await delay.upsertRecurring('reports.every', 'a', { every: '1s', payload: { n: 1 } });
+    expect(created).toMatchObject({ key: 'a', recurrence: { every: 1000, anchor: 0 }, missed: 'once', overlap: 'skip', paused: false, declared: false, payload: { n: 1 } });
+    await delay.upsertRecurring('reports.every', 'b', { cron: '* * * * * *', timeZone: 'Europe/Paris' });
+    await pollUntil(() => reports.of('a').length >= 3 && reports.of('b').length >= 3, 'three occurrences of each', 15_000);
+    // Occurrences are whole seconds, in order, and never late by more than a generous bound.
+    for (const key of ['a', 'b']) {
+      const runs = reports.of(key);
+      expect(runs.every((run) => run.scheduledAt % 1000 === 0)).toBe(true);
+      for (let n = 1; n < runs.length; n++) expect(runs[n].scheduledAt).toBeGreaterThan(runs[n - 1].scheduledAt);
+      expect(runs.every((run) => run.at >= run.scheduledAt && run.at - run.scheduledAt < 5_000)).toBe(true);
+    }
+    const listed = await delay.listRecurring('reports.every');
+    expect(listed.map((schedule) => schedule.key)).toEqual(['a', 'b']);
+    expect(listed[0].lastRunAt?.getTime()).toBeGreaterThanOrEqual(reports.of('a')[0].scheduledAt);
+
+    expect(await delay.pauseRecurring('reports.every', 'a')).toBe(true);
+    expect(await delay.getRecurring('reports.every', 'a')).toMatchObject({ paused: true, nextRunAt: null });
+    await sleep(300); // an occurrence created just before the pause may still start
+    const whilePaused = reports.of('a').length;
+    await sleep(2_500);
+    expect(reports.of('a').length).toBe(whilePaused);
+    expect(await delay.resumeRecurring('reports.every', 'a')).toBe(true);
+    // missed 'once': the two or three seconds missed run as one, then the cadence goes on.
+    await pollUntil(() => reports.of('a').length >= whilePaused + 1, 'the catch-up run', 10_000);
+    const catchUp = reports.of('a')[whilePaused];
+    expect(catchUp.at - catchUp.scheduledAt).toBeLessThan(1_500);
+    await pollUntil(() => reports.of('a').length >= whilePaused + 2, 'the cadence after resume', 10_000);
+
+    expect(await delay.runRecurringNow('reports.every', 'a')).toBe(true);
+    await pollUntil(() => reports.of('a', false).length === 1, 'the extra run', 10_000);
+
+    expect(await delay.removeRecurring('reports.every', 'a')).toBe(true);
+    expect(await delay.getRecurring('reports.every', 'a')).toBeNull();
+    await sleep(300);
+    const afterRemove = reports.of('a').length;
+    await sleep(2_000);
+    expect(reports.of('a').length).toBe(afterRemove);
+    expect(reports.of('b').length).toBeGreaterThan(3);
+    expectNoDuplicates(reports.runs);
+  }, 60_000);
+
+  it('overlap policies against a 2.5 s handler on a 1 s schedule: skip, allow, cancelPrevious, bufferOne', async () => {
+    const { delay, app } = await boot();
+    const events: DelayEvent[] = [];
+    const subscription = delay.events$.subscribe((event) => events.push(event));
+    // Never two occurrences of the bufferOne schedule waiting to start: sampled while it runs.
+    let mostWaiting = 0;
+    let sampling = true;
+    const sampler = (async (): Promise<void> => {
+      while (sampling) {
+        const pending = await delay.list('overlap.buffer', { limit: 100 });
+        mostWaiting = Math.max(mostWaiting, pending.filter((action) => action.key.includes('\u001e') && action.state === 'waiting').length);
+        await sleep(100);
+      }
+    })();
+    await Promise.all([
+      delay.upsertRecurring('overlap.skip', 'k', { every: '1s', overlap: 'skip' }),
+      delay.upsertRecurring('overlap.allow', 'k', { every: '1s', overlap: 'allow' }),
+      delay.upsertRecurring('overlap.cancel', 'k', { every: '1s', overlap: 'cancelPrevious' }),
+      delay.upsertRecurring('overlap.buffer', 'k', { every: '1s', overlap: 'bufferOne' }),
+    ]);
+    await sleep(6_500);
+    await Promise.all(['overlap.skip', 'overlap.allow', 'overlap.cancel', 'overlap.buffer'].map((topic) => delay.removeRecurring(topic, 'k')));
+    sampling = false;
+    await sampler;
+    subscription.unsubscribe();
+    const started = app.get(Overlapping).started;
+
+    // skip: nothing new while one waits or runs, so at most one start in each 2.5 s.
+    expect(sizeOf(events, 'recurringSkipped', 'overlap.skip')).toBeGreaterThanOrEqual(2);
+    expect(started.get('overlap.skip') ?? 0).toBeLessThanOrEqual(3);
+    // allow: every instant is created, none refused.
+    expect(sizeOf(events, 'recurringSkipped', 'overlap.allow')).toBe(0);
+    expect(sizeOf(events, 'recurringFired', 'overlap.allow')).toBeGreaterThanOrEqual(5);
+    // cancelPrevious: each new occurrence cancels the one before it, waiting or running.
+    expect(sizeOf(events, 'recurringSkipped', 'overlap.cancel')).toBe(0);
+    expect(sizeOf(events, 'recurringFired', 'overlap.cancel')).toBeGreaterThanOrEqual(5);
+    expect(events.filter((event) => event.type === 'cancelled' && event.topic === 'overlap.cancel').length).toBeGreaterThanOrEqual(3);
+    // bufferOne: one runs, one waits, the rest are refused; never two waiting.
+    expect(sizeOf(events, 'recurringSkipped', 'overlap.buffer')).toBeGreaterThanOrEqual(1);
+    expect(mostWaiting).toBe(1);
+    expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
+  }, 30_000);
+
+  it('two driver instances on one database: every occurrence runs exactly once, on either', async () => {
+    const schema = fresh();
+    const [a, b] = [await boot(schema), await boot(schema)];
+    for (let n = 0; n < 6; n++) await a.delay.upsertRecurring('shared.every', `s${n}`, { every: '1s', missed: 'all', overlap: 'allow' });
+    await sleep(5_000);
+    for (let n = 0; n < 6; n++) await b.delay.removeRecurring('shared.every', `s${n}`);
+    await sleep(500);
+    const runs = [...a.app.get(Shared).runs, ...b.app.get(Shared).runs];
+    expectNoDuplicates(runs);
+    // No gap in any schedule: each ran every second from its first run to its last.
+    for (let n = 0; n < 6; n++) {
+      const instants = runs.filter((run) => run.key === `s${n}`).map((run) => run.scheduledAt).sort((x, y) => x - y);
+      expect(instants.length).toBeGreaterThanOrEqual(3);
+      for (let i = 1; i < instants.length; i++) expect(instants[i] - instants[i - 1]).toBe(1000);
+    }
+    expect(a.app.get(Shared).runs.length + b.app.get(Shared).runs.length).toBe(runs.length);
+  }, 30_000);
+
+  it('a tick takes no handler slot: with the only slot busy for 3 s, every 1 s occurrence is still created on time', async () => {
+    const { delay, app } = await boot();
+    const events: DelayEvent[] = [];
+    const subscription = delay.events$.subscribe((event) => events.push(event));
+    await delay.upsertRecurring('slow.every', 'k', { every: '1s', overlap: 'allow' });
+    await sleep(6_500);
+    await delay.removeRecurring('slow.every', 'k');
+    subscription.unsubscribe();
+    // A tick waiting for the slot would run 2-3 s late: the occurrences it skipped would count as missed ('once').
+    expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
+    expect(sizeOf(events, 'recurringFired', 'slow.every')).toBeGreaterThanOrEqual(5);
+    expect(app.get(Slow).started).toBeLessThanOrEqual(3);
+  }, 30_000);
+
+  it('a tick moved later by hand (reschedule) is not claimed at its old time', async () => {
+    const { delay, reports } = await boot();
+    await delay.upsertRecurring('reports.every', 'm', { every: '1s' });
+    await pollUntil(() => reports.of('m').length >= 1, 'a first occurrence', 10_000);
+    expect(await delay.reschedule('reports.every', 'm', { delay: '1h' })).not.toBeNull();
+    await sleep(300);
+    const before = reports.of('m').length;
+    await sleep(2_500);
+    expect(reports.of('m').length).toBe(before);
+    expect((await delay.getRecurring('reports.every', 'm'))?.nextRunAt?.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+  }, 30_000);
+
+  it('a schedule survives a kill -9 and restart of PostgreSQL, with no occurrence run twice or lost', async () => {
+    const { delay, reports } = await boot();
+    await delay.upsertRecurring('reports.every', 'r', { every: '1s', missed: 'all', overlap: 'allow' });
+    await pollUntil(() => reports.of('r').length >= 2, 'two occurrences', 15_000);
+    await server.kill();
+    await sleep(2_000);
+    await server.boot();
+    const before = reports.of('r').length;
+    await pollUntil(() => reports.of('r').length >= before + 4, 'occurrences after the restart', 30_000);
+    expectNoDuplicates(reports.runs);
+    // missed 'all': the seconds PostgreSQL was down are caught up, so the scheduled instants have no gap.
+    const instants = reports.of('r').map((run) => run.scheduledAt);
+    for (let n = 1; n < instants.length; n++) expect(instants[n] - instants[n - 1]).toBe(1000);
+  }, 60_000);
+
+  it('bad input is refused with a typed error and writes nothing', async () => {
+    const { delay } = await boot();
+    await expect(delay.upsertRecurring('reports.every', 'k', { every: '500ms' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_RECURRENCE' });
+    await expect(delay.upsertRecurring('reports.every', 'k', { cron: 'every day' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_CRON_EXPRESSION' });
+    await expect(delay.schedule('reports.every', 'k', { delay: '1m' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+    expect(await delay.count('reports.every')).toBe(0);
+    expect(await delay.listRecurring('reports.every')).toEqual([]);
+  });
+});
