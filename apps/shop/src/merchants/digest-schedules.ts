@@ -74,7 +74,7 @@ export class DigestSchedules implements OnApplicationBootstrap {
           this.supported = undefined;
           throw error;
         }
-        this.logger.warn(`Merchants' daily digests are off: ${error.message}; they need a delay driver with recurring actions (DELAY_DRIVER=wheel or redis)`);
+        this.logger.warn(`Merchants' daily digests are off: ${error.message}; they need a delay driver with recurring actions`);
         return false;
       },
     );

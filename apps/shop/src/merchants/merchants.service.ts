@@ -1,6 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
-import { RecurringSchedule } from 'nestjs-delay';
+import { DelayClock, RecurringSchedule } from 'nestjs-delay';
 import { ConflictError } from '../common/errors/conflict.error';
 import { NotFoundError } from '../common/errors/not-found.error';
 import { DigestSchedules } from './digest-schedules';
@@ -21,21 +21,26 @@ export interface CreateMerchant {
  * written in one `@Transactional()` method, the schedule last: a zone the
  * library refuses (UnknownTimeZoneError) or a failed schedule write rolls
  * the row back, so a merchant never keeps a zone its schedule does not
- * have. On a delay driver that joins the transaction the schedule commits
- * with the row; on the others it is written just before the commit.
+ * have. The library writes a recurring schedule on its own connection, not
+ * in the caller's transaction (on every driver, postgres included), so the
+ * schedule is written just before the row commits; should that commit
+ * fail, the digest handler skips a merchant that does not exist, and the
+ * next start puts every schedule back in its merchant's zone
+ * (DigestSchedules).
  */
 @Injectable()
 export class MerchantsService {
   constructor(
     private readonly merchants: MerchantsRepository,
     private readonly schedules: DigestSchedules,
+    private readonly clock: DelayClock,
   ) {}
 
   @Transactional()
   async create({ id, name, timeZone = 'UTC' }: CreateMerchant): Promise<MerchantProfile> {
     const merchant: Merchant = { id, name, timeZone: canonicalTimeZone(timeZone) };
     if (!(await this.merchants.insert(merchant))) throw new ConflictError(`Merchant "${id}" exists already`);
-    return profile(merchant, await this.schedules.upsert(merchant));
+    return this.profile(merchant, await this.schedules.upsert(merchant));
   }
 
   @Transactional()
@@ -44,16 +49,22 @@ export class MerchantsService {
     if (!current) throw new NotFoundError('Merchant', id);
     const merchant: Merchant = { ...current, timeZone: canonicalTimeZone(timeZone) };
     await this.merchants.updateTimeZone(id, merchant.timeZone);
-    return profile(merchant, await this.schedules.upsert(merchant));
+    return this.profile(merchant, await this.schedules.upsert(merchant));
   }
 
   async get(id: string): Promise<MerchantProfile> {
     const merchant = await this.merchants.findById(id);
     if (!merchant) throw new NotFoundError('Merchant', id);
-    return profile(merchant, await this.schedules.get(id));
+    return this.profile(merchant, await this.schedules.get(id));
   }
-}
 
-function profile(merchant: Merchant, schedule: RecurringSchedule | null): MerchantProfile {
-  return { ...merchant, nextDigestAt: schedule?.nextRunAt?.toISOString() ?? null };
+  /**
+   * A schedule just created or changed is due at once: the library works
+   * out its next time in a moment. Until then there is no next digest to
+   * show (null), rather than that moment.
+   */
+  private profile(merchant: Merchant, schedule: RecurringSchedule | null): MerchantProfile {
+    const next = schedule?.nextRunAt ?? null;
+    return { ...merchant, nextDigestAt: next !== null && next.getTime() > this.clock.now() ? next.toISOString() : null };
+  }
 }
