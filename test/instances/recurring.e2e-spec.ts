@@ -3,8 +3,8 @@
 // scheduled instant must run), a kill -9 of a consumer and a SIGKILL and
 // restart of redis-server (AOF, fsync always) in the middle. Then a rolling
 // deploy where old and new code declare different @Recurring sets.
-import { Fleet, fleetSuite, report, sleep } from './support/instances';
-import type { StartEvent } from './support/protocol';
+import { fleetSuite, report, sleep } from './support/instances';
+import { check, instantsOf, runRecurringFleet } from './support/recurring-fleet';
 
 const TOPIC = 'reports.recurring';
 const SCHEDULES = 200;
@@ -13,92 +13,22 @@ const RUN_MS = 30_000;
 
 const suite = fleetSuite({ appendonly: true });
 
-interface Checked {
-  /** Distinct (schedule, instant) pairs run. */
-  readonly occurrences: number;
-  /** The same (schedule, instant) started twice with the same attempt number: never allowed. */
-  readonly sameAttemptTwice: string[];
-  /** Started again with a higher attempt: a run whose instance died before its ack (at-least-once). */
-  readonly redelivered: Array<{ id: string; instances: string[] }>;
-  /** Instants missing between a schedule's first and last run. */
-  readonly gaps: string[];
-}
-
-/** Groups the starts by schedule; each schedule's instants must be every `everyOf(key)` ms, with no gap and no repeat. */
-function check(starts: readonly StartEvent[], everyOf: (key: string) => number): Checked {
-  const byId = new Map<string, StartEvent[]>();
-  for (const start of starts) {
-    const id = `${start.key}@${start.armId}`;
-    byId.set(id, [...(byId.get(id) ?? []), start]);
-  }
-  const sameAttemptTwice: string[] = [];
-  const redelivered: Checked['redelivered'] = [];
-  for (const [id, runs] of byId) {
-    const attempts = runs.map((run) => run.attempt);
-    if (new Set(attempts).size !== attempts.length) sameAttemptTwice.push(id);
-    else if (runs.length > 1) redelivered.push({ id, instances: runs.map((run) => run.instance) });
-  }
-  const instantsOf = new Map<string, number[]>();
-  for (const start of starts) {
-    if (start.armId?.endsWith(' now')) continue;
-    const list = instantsOf.get(start.key) ?? [];
-    list.push(Date.parse(start.armId ?? ''));
-    instantsOf.set(start.key, list);
-  }
-  const gaps: string[] = [];
-  for (const [key, list] of instantsOf) {
-    const instants = [...new Set(list)].sort((a, b) => a - b);
-    const every = everyOf(key);
-    for (let n = 1; n < instants.length; n++) {
-      if (instants[n] - instants[n - 1] !== every) gaps.push(`${key}: ${new Date(instants[n - 1]).toISOString()} -> ${new Date(instants[n]).toISOString()}`);
-    }
-  }
-  return { occurrences: byId.size, sameAttemptTwice, redelivered, gaps };
-}
-
-function instantsOf(fleet: Fleet, key: string): number[] {
-  return [...new Set(fleet.startsOf(key).map((start) => Date.parse(start.armId ?? '')))].sort((a, b) => a - b);
-}
-
 it(`${SCHEDULES} schedules every 1-3 s on 3 instances for ${RUN_MS / 1000} s, a kill -9 and a Redis restart: no occurrence twice, none missed`, async () => {
   const server = suite.server();
-  const fleet = suite.fleet('recurring', 'unused.one-off');
-  const options = { consume: true, lease: '2s', recurringTopic: TOPIC };
-  const [producer, c1] = await Promise.all([fleet.spawn('producer', { consume: false, recurringTopic: TOPIC }), fleet.spawn('c1', options), fleet.spawnAll(['c2', 'c3'], options)]);
-  const everyOf = (n: number): number => 1000 * (1 + (n % 3));
-  const startedAt = Date.now();
-  for (let n = 0; n < SCHEDULES; n++) await producer.call({ op: 'upsertRecurring', key: `s${n}`, every: everyOf(n) });
-
-  await sleep(startedAt + RUN_MS / 3 - Date.now());
-  await c1.kill();
-  const killedAt = Date.now();
-  await sleep(startedAt + (2 * RUN_MS) / 3 - Date.now());
-  await server.kill();
-  await sleep(1_500);
-  await server.boot();
-  await sleep(startedAt + RUN_MS - Date.now());
-  for (let n = 0; n < SCHEDULES; n++) await producer.call({ op: 'removeRecurring', key: `s${n}` });
-  const removedAt = Date.now();
-  await sleep(4_000); // more than a lease: whatever was claimed at the removal has run, and a lost run came back
-
-  const result = check(fleet.starts, (key) => everyOf(Number(key.slice(TOPIC.length + 2))));
-  report(
-    `recurring: ${result.occurrences} occurrences of ${SCHEDULES} schedules over ${Math.round((removedAt - startedAt) / 1000)} s; ` +
-      `${result.redelivered.length} re-run after the kill -9 (attempt 2); split ${JSON.stringify(fleet.split())}`,
-  );
-  expect(result.sameAttemptTwice).toEqual([]);
-  expect(result.gaps).toEqual([]);
-  // A re-run is only what the killed instance had started and not acked: the same occurrence, its next attempt.
-  for (const { instances } of result.redelivered) expect(instances[0]).toBe('c1');
-  expect(result.redelivered.length).toBeLessThanOrEqual(30);
-  // Every schedule ran from about its creation to about its removal: nothing was lost at the kill or the restart.
-  for (let n = 0; n < SCHEDULES; n++) {
-    const instants = instantsOf(fleet, `${TOPIC}/s${n}`);
-    expect(instants.length).toBeGreaterThan(0);
-    expect(instants[0]).toBeLessThan(startedAt + 20_000);
-    expect(instants[instants.length - 1]).toBeGreaterThan(removedAt - everyOf(n) - 5_000);
-  }
-  expect(killedAt - startedAt).toBeLessThan(RUN_MS);
+  await runRecurringFleet({
+    fleet: suite.fleet('recurring', 'unused.one-off'),
+    options: { lease: '2s' },
+    restartStore: async () => {
+      await server.kill();
+      await sleep(1_500);
+      await server.boot();
+    },
+    topic: TOPIC,
+    schedules: SCHEDULES,
+    runMs: RUN_MS,
+    settleMs: 4_000,
+    label: 'recurring',
+  });
 }, 180_000);
 
 it('a rolling deploy where old and new code declare different @Recurring sets: no occurrence twice, none missed while declared', async () => {

@@ -125,7 +125,7 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     let sampling = true;
     const sampler = (async (): Promise<void> => {
       while (sampling) {
-        const pending = await delay.list('overlap.buffer', { limit: 100 });
+        const pending = (await delay.list('overlap.buffer', { limit: 100 })).items;
         mostWaiting = Math.max(mostWaiting, pending.filter((action) => action.key.includes('\u001e') && action.state === 'waiting').length);
         await sleep(100);
       }
