@@ -25,8 +25,9 @@ describe.each(SHOP_DRIVERS)('Admin (e2e) on the %s driver: pending delayed actio
     await shop.http.post('/presence/ann/heartbeat').expect(200);
 
     const { body: summary } = await shop.http.get('/api/admin/delays').set(ADMIN_API).expect(200);
-    // Read from the store: only topics with actions, by name; nothing hard-coded in the shop.
+    // Read from the store: only topics with actions, by name; nothing hard-coded in the shop. The seeded merchants' digest schedules are two.
     expect(summary).toEqual([
+      { topic: 'merchant.digest', waiting: 2, running: 0, dead: 0, paused: false },
       { topic: 'order.unpaid', waiting: 2, running: 0, dead: 0, paused: false },
       { topic: 'user.offline', waiting: 1, running: 0, dead: 0, paused: false },
     ]);

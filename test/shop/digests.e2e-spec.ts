@@ -116,10 +116,11 @@ describe.each(SHOP_DRIVERS)('Merchant zones and daily digests (e2e) on the %s dr
     const subscription = shop.app.get(DelayService).events$.subscribe((event) => {
       if (event.topic === MERCHANT_DIGEST && event.type === 'completed') completed.push(event);
     });
-    const delay = shop.app.get(DelayService);
+    await http.post('/merchants/leafy/digest').set(ADMIN_API).expect(404);
+    await http.post('/api/admin/merchants/leafy/digest').expect(401);
     for (const runs of [1, 2]) {
       // An extra occurrence now, the cadence unchanged: both build the same day's digest.
-      expect(await delay.runRecurringNow(MERCHANT_DIGEST, 'leafy')).toBe(true);
+      await http.post('/api/admin/merchants/leafy/digest').set(ADMIN_API).expect(200).expect(({ body }) => expect(body).toEqual({ merchantId: 'leafy', started: true }));
       const done = await shop.time.at(shop.time.now(), async () => completed.length, (count) => count >= runs);
       expect(done).toBe(runs);
     }

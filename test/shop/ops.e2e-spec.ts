@@ -64,7 +64,8 @@ describe.each(SHOP_DRIVERS)('Operations (e2e) on the %s driver: /health, /metric
         expect(refused.text).toContain('is refused');
       }
       const { body } = await shop.http.get('/api/admin/delays').set(bearer).expect(200);
-      expect(body).toEqual([expect.objectContaining({ topic: 'order.unpaid', paused: true })]);
+      // Besides the merchants' daily digest schedules, which nothing paused.
+      expect(body).toEqual([expect.objectContaining({ topic: 'merchant.digest', paused: false }), expect.objectContaining({ topic: 'order.unpaid', paused: true })]);
     });
   });
 

@@ -60,6 +60,12 @@ export class DigestSchedules implements OnApplicationBootstrap {
     return this.delay.removeRecurring(MERCHANT_DIGEST, merchantId);
   }
 
+  /** One extra digest now, of the day before today in the merchant's zone (the daily cadence unchanged); false when the merchant has no schedule. */
+  async runNow(merchantId: string): Promise<boolean> {
+    if (!(await this.isSupported())) return false;
+    return this.delay.runRecurringNow(MERCHANT_DIGEST, merchantId);
+  }
+
   async get(merchantId: string): Promise<RecurringSchedule<DigestSchedulePayload> | null> {
     if (!(await this.isSupported())) return null;
     return this.delay.getRecurring<DigestSchedulePayload>(MERCHANT_DIGEST, merchantId);
