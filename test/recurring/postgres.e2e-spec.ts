@@ -1,6 +1,9 @@
 import { INestApplication, Injectable } from '@nestjs/common';
 import { DelayContext, DelayEvent, DelayService, OnRecurring } from 'nestjs-delay';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { Client } from 'pg';
+import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
+import type { Delivery, DeliveryOutcome } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { TestPostgresServer } from '../support/postgres-server';
 import { expectNoDuplicates, Reports, Run, Slow } from './support/recurring-handlers';
 
@@ -226,4 +229,98 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     expect(await delay.count('reports.every')).toBe(0);
     expect(await delay.listRecurring('reports.every')).toEqual([]);
   });
+
+  it('advanceSeries on the driver: its conditions, occurrences never over an action, the tick re-armed, left or removed, and NOTIFY only when earlier', async () => {
+    const schema = fresh();
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
+    await driver.connect();
+    const listener = new Client({ connectionString: server.url });
+    await listener.connect();
+    const notified: string[] = [];
+    listener.on('notification', (message) => notified.push(message.payload ?? ''));
+    await listener.query(`LISTEN ${schema}`);
+    const settled = (): Promise<void> => sleep(200); // notifications arrive after the commit
+    const occurrence = (at: number, name: string) => ({ key: `k\u001e${name}`, due: { atMs: at }, payload: `"${name}"` });
+    try {
+      const base = Date.now() + 3_600_000;
+      // absent: arms the tick; a second absent changes nothing.
+      const first = await driver.advanceSeries({ topic: 't', key: 'k', expect: { absent: true }, occurrences: [], overlap: 'skip', next: { due: { atMs: base }, payload: 'state-1' } });
+      expect(first).toEqual({ applied: true, created: [], skipped: [], cancelled: [] });
+      expect(await driver.advanceSeries({ topic: 't', key: 'k', expect: { absent: true }, occurrences: [], overlap: 'skip', next: { due: { atMs: base }, payload: 'x' } })).toMatchObject({ applied: false });
+      // payload: only the payload read; a stale one changes nothing.
+      expect(await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'stale' }, occurrences: [occurrence(base, 'a')], overlap: 'allow', next: undefined })).toMatchObject({ applied: false });
+      expect(await driver.count('t')).toBe(1);
+      // token: only the run holding the tick's claim; a waiting tick has none.
+      expect(await driver.advanceSeries({ topic: 't', key: 'k', expect: { token: '1' }, occurrences: [], overlap: 'allow', next: undefined })).toMatchObject({ applied: false });
+      await settled();
+      expect(notified).toEqual([`t ${base}`]);
+
+      // An occurrence is never created over an existing action: it is reported skipped.
+      await driver.schedule({ topic: 't', key: 'k\u001eb', due: { atMs: base + 10 }, payload: '"mine"', ifExists: 'replace', maxPastMs: 60_000 });
+      notified.length = 0;
+      const second = await driver.advanceSeries({
+        topic: 't',
+        key: 'k',
+        expect: { payload: 'state-1' },
+        occurrences: [occurrence(base + 5, 'a'), occurrence(base + 10, 'b')],
+        overlap: 'allow',
+        next: undefined,
+      });
+      expect(second).toEqual({ applied: true, created: ['k\u001ea'], skipped: ['k\u001eb'], cancelled: [] });
+      expect((await driver.get('t', 'k\u001eb'))?.payload).toBe('"mine"');
+      expect((await driver.get('t', 'k'))?.payload).toBe('state-1'); // next undefined: the tick is left as it was
+      await settled();
+      expect(notified).toEqual([]); // base + 5 is not earlier than the topic's earliest (base)
+
+      // skip: an occurrence of the series (a) is alive, so nothing new is created.
+      const skipped = await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'state-1' }, occurrences: [occurrence(base - 1000, 'c')], overlap: 'skip', next: undefined });
+      expect(skipped).toEqual({ applied: true, created: [], skipped: ['k\u001ec'], cancelled: [] });
+      // bufferOne: a is waiting, so nothing new either; cancelPrevious: a is cancelled (b is no occurrence of the series).
+      expect(await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'state-1' }, occurrences: [occurrence(base - 1000, 'c')], overlap: 'bufferOne', next: undefined })).toMatchObject({
+        created: [],
+        skipped: ['k\u001ec'],
+      });
+      notified.length = 0;
+      const replaced = await driver.advanceSeries({
+        topic: 't',
+        key: 'k',
+        expect: { payload: 'state-1' },
+        occurrences: [occurrence(base - 1000, 'c')],
+        overlap: 'cancelPrevious',
+        next: { due: { atMs: base + 60_000 }, payload: 'state-2' },
+      });
+      expect(replaced).toEqual({ applied: true, created: ['k\u001ec'], skipped: [], cancelled: ['k\u001ea'] });
+      expect(await driver.get('t', 'k\u001ea')).toBeNull();
+      await settled();
+      expect(notified).toEqual([`t ${base - 1000}`]); // earlier than the topic's earliest: one notification
+
+      // token: the run of the tick being delivered re-arms it once; a second step under the same token changes nothing.
+      await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'state-2' }, occurrences: [], overlap: 'skip', next: { due: { delayMs: 0 }, payload: 'state-3' } });
+      const deliveries: Delivery[] = [];
+      let finish: (outcome: DeliveryOutcome) => void = () => undefined;
+      await driver.start({
+        topics: new Map([['t', 1]]),
+        handle: (delivery) => {
+          deliveries.push(delivery);
+          return new Promise<DeliveryOutcome>((resolve) => (finish = resolve));
+        },
+      });
+      await pollUntil(() => deliveries.some((delivery) => delivery.key === 'k'), 'the tick delivered', 10_000);
+      const tick = deliveries.find((delivery) => delivery.key === 'k') as Delivery;
+      const step = { topic: 't', key: 'k', expect: { token: tick.token }, occurrences: [], overlap: 'skip' as const, next: { due: { atMs: base }, payload: 'state-4' } };
+      expect(await driver.advanceSeries(step)).toMatchObject({ applied: true });
+      expect(await driver.advanceSeries(step)).toMatchObject({ applied: false });
+      expect(await driver.get('t', 'k')).toMatchObject({ payload: 'state-4', dueAt: base, state: 'waiting' });
+      finish({ kind: 'completed' });
+
+      // null: the tick and the series' record go; its occurrences stay, as any action.
+      expect(await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'state-4' }, occurrences: [], overlap: 'skip', next: null })).toMatchObject({ applied: true });
+      expect(await driver.get('t', 'k')).toBeNull();
+      expect(await server.admin(`SELECT count(*)::int AS n FROM ${schema}.series`, [], true)).toEqual([{ n: 0 }]);
+    } finally {
+      await listener.end();
+      await driver.drain(1_000);
+      await driver.close();
+    }
+  }, 30_000);
 });

@@ -57,7 +57,7 @@ export function instantsOf(fleet: Fleet, key: string): number[] {
 export interface RecurringFleetRun {
   readonly fleet: Fleet;
   /** Worker options of the driver (driver, lease, ...); consume and recurringTopic are added. */
-  readonly options: InstanceOptions;
+  readonly options: Omit<InstanceOptions, 'consume'>;
   /** kill -9 of the store, a pause, and a restart on the same data. */
   readonly restartStore: () => Promise<void>;
   readonly topic: string;
