@@ -35,6 +35,24 @@ class Slow {
   }
 }
 
+/** Runs that wait for their signal (20 s at most), shared by the apps of one test: the order they started and were aborted in. */
+const abortLog = { started: [] as string[], aborted: [] as Array<{ key: string; reason: string | undefined }>, timedOut: 0 };
+
+@Injectable()
+class Abortable {
+  @OnRecurring('abortable.every')
+  async run({ occurrence, signal }: DelayContext): Promise<void> {
+    const key = occurrence?.key ?? '';
+    abortLog.started.push(key);
+    const outcome = await new Promise<'aborted' | 'timeout'>((resolve) => {
+      const timer = setTimeout(() => resolve('timeout'), 20_000);
+      signal.addEventListener('abort', () => (clearTimeout(timer), resolve('aborted')), { once: true });
+    });
+    if (outcome === 'timeout') abortLog.timedOut++;
+    else abortLog.aborted.push({ key, reason: (signal.reason as { reason?: string } | undefined)?.reason });
+  }
+}
+
 /** Each scheduled instant ran at most once. */
 function expectNoDuplicates(runs: readonly Run[]): void {
   const ids = runs.map((run) => `${run.key}@${run.scheduledAt}@${run.runNow}`);
@@ -145,6 +163,27 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     expect(reports.of('m').length).toBe(before);
     expect((await delay.getRecurring('reports.every', 'm'))?.nextRunAt?.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
   }, 30_000);
+
+  it('cancelPrevious on two instances: each running occurrence sees its signal fire when the next one cancels it, on whichever instance', async () => {
+    const options = { driver: { type: 'redis' as const, url: redis.url, prefix: 'abort', lease: '2s' }, shutdownTimeout: '1s' };
+    app = await bootDelayApp(options, [Abortable]);
+    const other = await bootDelayApp(options, [Abortable]);
+    try {
+      const delay = app.get(DelayService);
+      await delay.upsertRecurring('abortable.every', 'k', { every: '2s', overlap: 'cancelPrevious' });
+      await pollUntil(() => abortLog.aborted.length >= 4, 'four aborted runs', 30_000);
+      // Counted when the fourth abort is seen: an abort comes at most a lease renewal (2/3 s) after the cancel, well before the occurrence after next.
+      const started = abortLog.started.length;
+      await delay.removeRecurring('abortable.every', 'k');
+      expect(started).toBeLessThanOrEqual(abortLog.aborted.length + 2);
+      expect(abortLog.aborted.every((abort) => abort.reason === 'cancelled')).toBe(true);
+      // The runs were aborted in the order they started: each by the occurrence after it.
+      expect(abortLog.aborted.map((abort) => abort.key)).toEqual(abortLog.started.slice(0, abortLog.aborted.length));
+      expect(abortLog.timedOut).toBe(0);
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
 
   it('bad input is refused with a typed error and writes nothing', async () => {
     const { delay } = await boot('bad');

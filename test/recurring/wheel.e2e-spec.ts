@@ -47,6 +47,30 @@ class Serial {
   }
 }
 
+/** A 90 s handler that stops when its signal fires, and says when and why. */
+@Injectable()
+class Abortable {
+  readonly aborted: Array<{ key: string; startedAt: number; abortedAt: number; code: string | undefined; reason: string | undefined }> = [];
+  finished = 0;
+
+  constructor(private readonly runs: Runs) {}
+
+  @OnRecurring('abortable.tick')
+  async run(context: DelayContext): Promise<void> {
+    this.runs.record(context);
+    const clock = this.runs.clock as VirtualClock;
+    const startedAt = clock.now();
+    const { signal } = context;
+    const aborted = new Promise<'aborted'>((resolve) => signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
+    if ((await Promise.race([clock.sleep(90_000).then(() => 'slept' as const), aborted])) === 'slept') {
+      this.finished++;
+      return;
+    }
+    const reason = signal.reason as { code?: string; reason?: string } | undefined;
+    this.aborted.push({ key: context.occurrence?.key ?? '', startedAt, abortedAt: clock.now(), code: reason?.code, reason: reason?.reason });
+  }
+}
+
 @Injectable()
 class Nightly {
   constructor(private readonly runs: Runs) {}
@@ -213,6 +237,23 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       // Each new occurrence found the previous one still running (90 s > 60 s) and, with cancelPrevious, cancelled it.
       const cancelled = events.filter((event) => event.type === 'cancelled' && event.key.includes('\u001e')).length;
       expect(cancelled).toBe(overlap === 'cancelPrevious' ? 9 : 0);
+    });
+
+    it('cancelPrevious fires the running handler\'s signal: each 90 s run is aborted when the next occurrence comes, 60 s in', async () => {
+      const { clock, runs, delay, app } = await boot(start, [Abortable]);
+      const abortable = app.get(Abortable);
+      await delay.upsertRecurring('abortable.tick', 'job', { every: '1m', overlap: 'cancelPrevious' });
+      await clock.advance('9m30s');
+      await delay.removeRecurring('abortable.tick', 'job');
+      await clock.advance('5m');
+      expect(runs.count('job')).toBe(10);
+      // Nine were cancelled by their successor and saw it through their signal, at the successor's start; the last ran its 90 s.
+      expect(abortable.aborted).toHaveLength(9);
+      for (const abort of abortable.aborted) {
+        expect(abort).toMatchObject({ code: 'ERR_DELAY_HANDLER_ABORTED', reason: 'cancelled' });
+        expect(abort.abortedAt - abort.startedAt).toBe(60_000);
+      }
+      expect(abortable.finished).toBe(1);
     });
 
     it('bufferOne with concurrency 1: one waits behind the running one, the rest are skipped', async () => {

@@ -256,4 +256,13 @@ export interface DelayConsumer {
    * costs no promise of the consumer's own.
    */
   consume?(delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void;
+  /**
+   * Optional: the arming a run was delivered under is gone (cancelled, or
+   * re-armed) while its handler still runs, so its outcome will be ignored;
+   * the consumer may tell the handler to stop. `token` is the delivery's.
+   * Drivers call it as soon as they learn it (the wheel at once, Redis at the
+   * lease renewal that finds the token changed), never from inside another
+   * call of the consumer's; a second call for the same run does nothing.
+   */
+  revoke?(topic: string, key: string, token: string): void;
 }

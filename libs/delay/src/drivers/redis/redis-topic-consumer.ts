@@ -237,6 +237,18 @@ export class RedisTopicConsumer {
     this.timer.armAt(Date.now() + this.clockSkew.value + delay);
   }
 
+  /**
+   * Runs going on here whose arming is gone (cancelled, re-armed): the
+   * consumer is told, so their handlers' signals fire. `members` come from a
+   * lease renewal that found their token changed, or from a cancel made here.
+   */
+  revoke(members: readonly string[]): void {
+    const { consumer } = this;
+    if (members.length === 0 || !consumer.revoke) return;
+    const gone = new Set(members);
+    for (const [delivery, member] of this.running) if (gone.has(member)) consumer.revoke(delivery.topic, delivery.key, delivery.token);
+  }
+
   /** [member, token, member, token, ...] of the runs going on, as the extend and release scripts take them. */
   memberTokenPairs(): string[] {
     return Array.from(this.running, ([delivery, member]) => [member, delivery.token]).flat();

@@ -314,7 +314,10 @@ export class RedisDriver implements DelayDriver {
     const created = Number(reply[1]);
     const skipped = Number(reply[2]);
     const members = reply.slice(4).map(String);
-    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled: members.slice(created + skipped) };
+    const cancelled = members.slice(created + skipped);
+    // A cancelled occurrence running here is told now; one running on another instance learns it at its next lease renewal.
+    if (cancelled.length > 0) for (const topicConsumer of this.consumers.values()) if (topicConsumer.topic === command.topic) topicConsumer.revoke(cancelled);
+    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled };
   }
 
   health(): Promise<DriverHealth> {
@@ -503,9 +506,12 @@ export class RedisDriver implements DelayDriver {
       .filter((topicConsumer) => topicConsumer.holdsLeases)
       .map((topicConsumer) => {
         const keys = topicConsumer.keys;
-        return this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...topicConsumer.leasePairs()]).catch((error: unknown) => {
-          this.logger.warn(`Could not renew leases: ${describeError(error)}`);
-        });
+        return this.connection
+          .run<unknown[]>('extend', [keys.env, keys.active], [this.leaseMs, ...topicConsumer.leasePairs()])
+          .then((lost) => topicConsumer.revoke(lost.map(String)))
+          .catch((error: unknown) => {
+            this.logger.warn(`Could not renew leases: ${describeError(error)}`);
+          });
       });
     await Promise.all(renewals);
   }

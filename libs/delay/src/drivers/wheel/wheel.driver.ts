@@ -31,6 +31,7 @@ import { markSameTickWrappers } from '../same-tick-forms';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
 import { KeyIndex } from './key-index';
 import { TimingWheel } from './timing-wheel';
+import { inMicrotask } from '../../utils/in-microtask';
 import { quoteInput } from '../../utils/quote-input';
 
 export interface WheelDriverOptions {
@@ -499,6 +500,14 @@ export class WheelDriver implements SameTickDriver {
   private orphan(state: TopicState, i: number): void {
     this.arena.where[i] = ORPHANED;
     state.orphans++;
+    const revoke = this.consumer?.revoke;
+    if (revoke) {
+      // Told after the step that orphaned it: an abort listener must not run inside a driver call.
+      const consumer = this.consumer as DelayConsumer;
+      const key = this.arena.keys[i] as string;
+      const token = String(this.arena.token[i]);
+      inMicrotask(() => revoke.call(consumer, state.name, key, token));
+    }
   }
 
   /** Due order (then key) for the ready queue, so a resumed topic starts with what fell due first. */
