@@ -1,5 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayEvent, DelayService, OnRecurring } from 'nestjs-delay';
+import { DelayContext, DelayEvent, DelayService, OnRecurring, Recurring } from 'nestjs-delay';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestRedisServer } from '../support/redis-server';
 
@@ -50,6 +50,47 @@ class Abortable {
     });
     if (outcome === 'timeout') abortLog.timedOut++;
     else abortLog.aborted.push({ key, reason: (signal.reason as { reason?: string } | undefined)?.reason });
+  }
+}
+
+/** Succeeds, fails, or works 2.5 s, as the test says. */
+@Injectable()
+class Outcomes {
+  mode: 'ok' | 'fail' | 'sleep' = 'ok';
+
+  @OnRecurring('outcome.every', { attempts: 2, backoff: { type: 'fixed', delay: '1s' } })
+  async run(): Promise<void> {
+    if (this.mode === 'fail') throw new Error('failed on purpose');
+    if (this.mode === 'sleep') await sleep(2_500);
+  }
+}
+
+/** Runs of the declared schedules, `topic@instant`, by every app of the test. */
+const declaredRuns: string[] = [];
+
+@Injectable()
+class DeclaresA {
+  @Recurring('orphan.a', { every: '1s' })
+  run({ topic, occurrence }: DelayContext): void {
+    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
+  }
+}
+
+/** The old code: B is declared. */
+@Injectable()
+class DeclaresB {
+  @Recurring('orphan.b', { every: '1s' })
+  run({ topic, occurrence }: DelayContext): void {
+    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
+  }
+}
+
+/** The new code: B's topic is still handled, but no longer declared. */
+@Injectable()
+class HandlesB {
+  @OnRecurring('orphan.b')
+  run({ topic, occurrence }: DelayContext): void {
+    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
   }
 }
 
@@ -183,6 +224,62 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     } finally {
       await other.close();
     }
+  }, 60_000);
+
+  it('listRecurring and getRecurring show the last run: succeeded, retrying, dead, skipped, with its lag', async () => {
+    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'outcomes' }, shutdownTimeout: '1s' }, [Outcomes]);
+    const delay = app.get(DelayService);
+    const outcomes = app.get(Outcomes);
+    const seen = new Set<string>();
+    const lastRunIs = async (outcome: string) => {
+      const run = (await delay.getRecurring('outcome.every', 'job'))?.lastRun;
+      if (run) seen.add(run.outcome);
+      return run?.outcome === outcome ? run : undefined;
+    };
+    await delay.upsertRecurring('outcome.every', 'job', { every: '1s' });
+    await pollUntil(async () => (await lastRunIs('succeeded')) !== undefined, 'a run that succeeded', 15_000);
+    const succeeded = await lastRunIs('succeeded');
+    expect(succeeded?.attempt).toBe(1);
+    expect(succeeded?.lagMs).toBe((succeeded?.startedAt?.getTime() ?? NaN) - (succeeded?.scheduledAt.getTime() ?? NaN));
+    outcomes.mode = 'fail';
+    await pollUntil(async () => (await lastRunIs('dead')) !== undefined, 'a run that died after its 2 attempts', 15_000);
+    expect(seen.has('retrying')).toBe(true);
+    const dead = await lastRunIs('dead');
+    // Its second attempt started after the 1 s backoff: at least that late.
+    expect(dead).toMatchObject({ attempt: 2 });
+    expect(dead?.lagMs).toBeGreaterThanOrEqual(1_000);
+    outcomes.mode = 'sleep';
+    await pollUntil(async () => (await lastRunIs('skipped')) !== undefined, 'an occurrence skipped while the previous one works', 15_000);
+    expect((await delay.listRecurring('outcome.every'))[0].lastRun).not.toBeNull();
+    await delay.removeRecurring('outcome.every', 'job');
+  }, 60_000);
+
+  it('a rolling deploy drops @Recurring B: it fires once per instant while the old instance runs, and is removed once the old one is gone for the grace', async () => {
+    const config = { driver: { type: 'redis' as const, url: redis.url, prefix: 'orphans' }, shutdownTimeout: '1s', recurringOrphanGrace: '3s' };
+    const old = await bootDelayApp(config, [DeclaresA, DeclaresB]);
+    app = await bootDelayApp(config, [DeclaresA, HandlesB]);
+    const delay = app.get(DelayService);
+    const count = (topic: string) => declaredRuns.filter((run) => run.startsWith(`${topic}@`)).length;
+    try {
+      // Both run for longer than the grace: the old instance's beats keep B declared.
+      const bothFrom = count('orphan.b');
+      await sleep(5_000);
+      expect(count('orphan.b')).toBeGreaterThanOrEqual(bothFrom + 3);
+      expect(await delay.getRecurring('orphan.b', 'default')).toMatchObject({ declared: true });
+    } finally {
+      await old.close();
+    }
+    // The old instance is gone: within the grace and a tick, B's tick is removed; A goes on.
+    await pollUntil(async () => (await delay.getRecurring('orphan.b', 'default')) === null, 'B removed as an orphan', 15_000);
+    expect(await delay.count('orphan.b')).toBeLessThanOrEqual(1); // at most an occurrence created just before
+    await sleep(300);
+    const [b, a] = [count('orphan.b'), count('orphan.a')];
+    await sleep(2_500);
+    expect(count('orphan.b')).toBe(b);
+    expect(count('orphan.a')).toBeGreaterThanOrEqual(a + 1);
+    expect(await delay.getRecurring('orphan.a', 'default')).toMatchObject({ declared: true, orphan: 'remove' });
+    // Exactly once per instant throughout.
+    expect(declaredRuns.length - new Set(declaredRuns).size).toBe(0);
   }, 60_000);
 
   it('bad input is refused with a typed error and writes nothing', async () => {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DELAY_DRIVER } from '../delay.constants';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from '../delay.constants';
+import { ResolvedDelayOptions } from '../delay.module-definition';
 import { DelayEventBus } from '../delay-event.bus';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { AdvanceSeriesCommand, DelayDriver, Delivery, DeliveryOutcome, SeriesOccurrence } from '../interfaces/delay-driver.interface';
@@ -34,6 +35,7 @@ export class RecurringTicker {
   constructor(
     @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
     private readonly events: DelayEventBus,
+    @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
   ) {}
 
   /** Never rejects: a failure becomes a retry of the tick. */
@@ -75,9 +77,16 @@ export class RecurringTicker {
       occurrences,
       overlap: state.overlap,
       next: plan.next === null ? null : { due: { atMs: plan.next }, payload: encodeSeriesState(nextState) },
+      // Declared in code and removable: the driver removes it instead if no running instance has declared it for the grace.
+      orphanGraceMs: state.declared && state.orphan !== 'keep' && driver.declareSeries ? this.options.recurringOrphanGraceMs : undefined,
     };
     const result = await driver.advanceSeries(command);
     if (!result.applied) return;
+    if (result.orphaned) {
+      this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} is declared by no running instance any more (for ${this.options.recurringOrphanGraceMs} ms); removed (orphan policy 'remove')`);
+      this.events.emit(() => ({ type: 'cancelled', topic, key }));
+      return;
+    }
     const { events } = this;
     if (plan.missed > 0) {
       this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)}: ${plan.missed} occurrence(s) missed (policy ${state.missed.kind})`);
