@@ -32,5 +32,5 @@ end
 local diedAt = string.format('%d', now)
 redis.call('HSET', KEYS[3], key, attempt .. '|' .. string.format('%d', tonumber(dueAt, 36)) .. '|' .. diedAt .. '|' .. string.len(ARGV[3]) .. '|' .. ARGV[3] .. payload)
 redis.call('ZADD', KEYS[4], now, key)
-if ARGV[5] ~= '' then recordSeriesRun(KEYS[5], key, 'dead', ARGV[5], attempt, now) end
+if (ARGV[5] or '') ~= '' then recordSeriesRun(KEYS[5], key, 'dead', ARGV[5], attempt, now) end
 return 1

@@ -33,5 +33,5 @@ redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], dueAt, key)
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
 if head[1] == key then redis.call('PUBLISH', ARGV[4], string.format('%d', dueAt)) end
-if ARGV[5] ~= '' then recordSeriesRun(KEYS[5], key, 'retrying', ARGV[5], attempt, now) end
+if (ARGV[5] or '') ~= '' then recordSeriesRun(KEYS[5], key, 'retrying', ARGV[5], attempt, now) end
 return 1
