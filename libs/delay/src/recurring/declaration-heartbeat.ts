@@ -3,6 +3,9 @@ import { DelayDriver } from '../interfaces/delay-driver.interface';
 import { DelayClock, TimerHandle } from '../time/clock';
 import { describeError } from '../utils/describe-error';
 
+/** While the store refuses, beats are tried this often: marks must be back soon after the store is, before ticks find them passed. */
+const FAILING_RETRY_MS = 1_000;
+
 /** The schedules one topic declares in code with orphan policy 'remove'. */
 export interface DeclaredKeys {
   readonly topic: string;
@@ -48,7 +51,7 @@ export class DeclarationHeartbeat {
     this.timer = undefined;
   }
 
-  private arm(): void {
+  private arm(delayMs = this.intervalMs): void {
     if (this.stopped) return;
     this.timer = this.clock.setTimer(() => {
       this.timer = undefined;
@@ -60,12 +63,12 @@ export class DeclarationHeartbeat {
         },
         (error: unknown) => {
           // Two more beats fit in the grace before a declared schedule could be taken for an orphan.
-          if (!this.failing) this.logger.warn(`Could not mark this instance's recurring declarations (${describeError(error)}); trying again in ${this.intervalMs} ms`);
+          if (!this.failing) this.logger.warn(`Could not mark this instance's recurring declarations (${describeError(error)}); trying again every ${Math.min(FAILING_RETRY_MS, this.intervalMs)} ms`);
           this.failing = true;
-          this.arm();
+          this.arm(FAILING_RETRY_MS);
         },
       );
-    }, this.intervalMs);
+    }, Math.min(delayMs, this.intervalMs));
   }
 
   private async beat(): Promise<void> {

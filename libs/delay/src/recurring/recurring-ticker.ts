@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from '../delay.constants';
 import { ResolvedDelayOptions } from '../delay.module-definition';
 import { DelayEventBus } from '../delay-event.bus';
+import { DelayHandlerRegistry } from '../delay-handler.registry';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { AdvanceSeriesCommand, DelayDriver, Delivery, DeliveryOutcome, SeriesOccurrence } from '../interfaces/delay-driver.interface';
 import { describeError } from '../utils/describe-error';
@@ -36,6 +37,7 @@ export class RecurringTicker {
     @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
     private readonly events: DelayEventBus,
     @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
+    private readonly registry: DelayHandlerRegistry,
   ) {}
 
   /** Never rejects: a failure becomes a retry of the tick. */
@@ -78,7 +80,8 @@ export class RecurringTicker {
       overlap: state.overlap,
       next: plan.next === null ? null : { due: { atMs: plan.next }, payload: encodeSeriesState(nextState) },
       // Declared in code and removable: the driver removes it instead if no running instance has declared it for the grace.
-      orphanGraceMs: state.declared && state.orphan !== 'keep' && driver.declareSeries ? this.options.recurringOrphanGraceMs : undefined,
+      // Not when this instance declares it itself: it is no orphan, whatever its mark says after a long store outage.
+      orphanGraceMs: state.declared && state.orphan !== 'keep' && driver.declareSeries && !this.declaresItself(topic, key) ? this.options.recurringOrphanGraceMs : undefined,
     };
     const result = await driver.advanceSeries(command);
     if (!result.applied) return;
@@ -96,6 +99,10 @@ export class RecurringTicker {
     if (result.skipped.length > 0) events.emit(() => ({ type: 'recurringSkipped', topic, key, size: result.skipped.length }));
     for (const cancelled of result.cancelled) events.emit(() => ({ type: 'cancelled', topic, key: cancelled }));
     if (plan.next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
+  }
+
+  private declaresItself(topic: string, key: string): boolean {
+    return this.registry.get(topic)?.recurring?.declared?.key === key;
   }
 
   private recurrence(spec: NormalizedRecurrence): NextOccurrence {
