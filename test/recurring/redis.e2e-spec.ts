@@ -206,6 +206,8 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
   }, 30_000);
 
   it('cancelPrevious on two instances: each running occurrence sees its signal fire when the next one cancels it, on whichever instance', async () => {
+    abortLog.started.length = 0;
+    abortLog.aborted.length = 0;
     const options = { driver: { type: 'redis' as const, url: redis.url, prefix: 'abort', lease: '2s' }, shutdownTimeout: '1s' };
     app = await bootDelayApp(options, [Abortable]);
     const other = await bootDelayApp(options, [Abortable]);
@@ -225,6 +227,27 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
       await other.close();
     }
   }, 60_000);
+
+  it('an occurrence cancelled from another instance learns it at its next lease renewal: its signal fires', async () => {
+    abortLog.started.length = 0;
+    abortLog.aborted.length = 0;
+    const driver = { type: 'redis' as const, url: redis.url, prefix: 'abort-remote', lease: '2s' };
+    app = await bootDelayApp({ driver, shutdownTimeout: '1s' }, [Abortable]);
+    // A producer-only instance: it runs nothing, so only the running instance's lease renewal can tell the handler.
+    const producer = await bootDelayApp({ driver, consume: false }, []);
+    try {
+      const delay = app.get(DelayService);
+      await delay.upsertRecurring('abortable.every', 'remote', { every: '1h' });
+      expect(await delay.runRecurringNow('abortable.every', 'remote')).toBe(true);
+      await pollUntil(() => abortLog.started.length === 1, 'the run-now occurrence started', 10_000);
+      expect(await producer.get(DelayService).cancel('abortable.every', abortLog.started[0])).toBe(true);
+      await pollUntil(() => abortLog.aborted.length === 1, 'the abort, at a lease renewal (every 2/3 s)', 10_000);
+      expect(abortLog.aborted[0]).toEqual({ key: abortLog.started[0], reason: 'cancelled' });
+      await delay.removeRecurring('abortable.every', 'remote');
+    } finally {
+      await producer.close();
+    }
+  }, 30_000);
 
   it('listRecurring and getRecurring show the last run: succeeded, retrying, dead, skipped, with its lag', async () => {
     app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'outcomes' }, shutdownTimeout: '1s' }, [Outcomes]);
