@@ -8,7 +8,7 @@ import type { StartEvent } from './support/protocol';
 
 const TOPIC = 'reports.recurring';
 const SCHEDULES = 200;
-/** The run's length. The spec keeps its own wall time down elsewhere: the 200 upserts and removals go out at once, and the instances start together. */
+/** The run's length. The spec keeps its own wall time down elsewhere: three processes rather than four, started together, and the 200 upserts and removals sent at once. */
 const RUN_MS = 60_000;
 
 const suite = fleetSuite({ appendonly: true });
@@ -64,7 +64,8 @@ it(`${SCHEDULES} schedules every 1-3 s on 3 instances for ${RUN_MS / 1000} s, a 
   const server = suite.server();
   const fleet = suite.fleet('recurring', 'unused.one-off');
   const options = { consume: true, lease: '2s', recurringTopic: TOPIC };
-  const [producer, c1] = await Promise.all([fleet.spawn('producer', { consume: false, recurringTopic: TOPIC }), fleet.spawn('c1', options), fleet.spawnAll(['c2', 'c3'], options)]);
+  // No producer process of its own: c2 makes the calls (one process fewer to start on shared cores).
+  const [c1, producer] = await fleet.spawnAll(['c1', 'c2', 'c3'], options);
   const everyOf = (n: number): number => 1000 * (1 + (n % 3));
   const startedAt = Date.now();
   await Promise.all(Array.from({ length: SCHEDULES }, (_, n) => producer.call({ op: 'upsertRecurring', key: `s${n}`, every: everyOf(n) })));
