@@ -1,8 +1,67 @@
-import { INestApplication } from '@nestjs/common';
-import { DelayEvent, DelayService } from 'nestjs-delay';
+import { INestApplication, Injectable } from '@nestjs/common';
+import { DelayContext, DelayEvent, DelayService, OnRecurring, Recurring } from 'nestjs-delay';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestRedisServer } from '../support/redis-server';
 import { expectNoDuplicates, Reports, Slow } from './support/recurring-handlers';
+
+/** Runs that wait for their signal (20 s at most), shared by the apps of one test: the order they started and were aborted in. */
+const abortLog = { started: [] as string[], aborted: [] as Array<{ key: string; reason: string | undefined }>, timedOut: 0 };
+
+@Injectable()
+class Abortable {
+  @OnRecurring('abortable.every')
+  async run({ occurrence, signal }: DelayContext): Promise<void> {
+    const key = occurrence?.key ?? '';
+    abortLog.started.push(key);
+    const outcome = await new Promise<'aborted' | 'timeout'>((resolve) => {
+      const timer = setTimeout(() => resolve('timeout'), 20_000);
+      signal.addEventListener('abort', () => (clearTimeout(timer), resolve('aborted')), { once: true });
+    });
+    if (outcome === 'timeout') abortLog.timedOut++;
+    else abortLog.aborted.push({ key, reason: (signal.reason as { reason?: string } | undefined)?.reason });
+  }
+}
+
+/** Succeeds, fails, or works 2.5 s, as the test says. */
+@Injectable()
+class Outcomes {
+  mode: 'ok' | 'fail' | 'sleep' = 'ok';
+
+  @OnRecurring('outcome.every', { attempts: 2, backoff: { type: 'fixed', delay: '1s' } })
+  async run(): Promise<void> {
+    if (this.mode === 'fail') throw new Error('failed on purpose');
+    if (this.mode === 'sleep') await sleep(2_500);
+  }
+}
+
+/** Runs of the declared schedules, `topic@instant`, by every app of the test. */
+const declaredRuns: string[] = [];
+
+@Injectable()
+class DeclaresA {
+  @Recurring('orphan.a', { every: '1s' })
+  run({ topic, occurrence }: DelayContext): void {
+    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
+  }
+}
+
+/** The old code: B is declared. */
+@Injectable()
+class DeclaresB {
+  @Recurring('orphan.b', { every: '1s' })
+  run({ topic, occurrence }: DelayContext): void {
+    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
+  }
+}
+
+/** The new code: B's topic is still handled, but no longer declared. */
+@Injectable()
+class HandlesB {
+  @OnRecurring('orphan.b')
+  run({ topic, occurrence }: DelayContext): void {
+    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
+  }
+}
 
 describe('recurring schedules on the Redis driver (real redis-server)', () => {
   let redis: TestRedisServer;
@@ -108,6 +167,106 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     expect(reports.of('m').length).toBe(before);
     expect((await delay.getRecurring('reports.every', 'm'))?.nextRunAt?.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
   }, 30_000);
+
+  it('cancelPrevious on two instances: each running occurrence sees its signal fire when the next one cancels it, on whichever instance', async () => {
+    abortLog.started.length = 0;
+    abortLog.aborted.length = 0;
+    const options = { driver: { type: 'redis' as const, url: redis.url, prefix: 'abort', lease: '2s' }, shutdownTimeout: '1s' };
+    app = await bootDelayApp(options, [Abortable]);
+    const other = await bootDelayApp(options, [Abortable]);
+    try {
+      const delay = app.get(DelayService);
+      await delay.upsertRecurring('abortable.every', 'k', { every: '2s', overlap: 'cancelPrevious' });
+      await pollUntil(() => abortLog.aborted.length >= 4, 'four aborted runs', 30_000);
+      // Counted when the fourth abort is seen: an abort comes at most a lease renewal (2/3 s) after the cancel, well before the occurrence after next.
+      const started = abortLog.started.length;
+      await delay.removeRecurring('abortable.every', 'k');
+      expect(started).toBeLessThanOrEqual(abortLog.aborted.length + 2);
+      expect(abortLog.aborted.every((abort) => abort.reason === 'cancelled')).toBe(true);
+      // The runs were aborted in the order they started: each by the occurrence after it.
+      expect(abortLog.aborted.map((abort) => abort.key)).toEqual(abortLog.started.slice(0, abortLog.aborted.length));
+      expect(abortLog.timedOut).toBe(0);
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
+
+  it('an occurrence cancelled from another instance learns it at its next lease renewal: its signal fires', async () => {
+    abortLog.started.length = 0;
+    abortLog.aborted.length = 0;
+    const driver = { type: 'redis' as const, url: redis.url, prefix: 'abort-remote', lease: '2s' };
+    app = await bootDelayApp({ driver, shutdownTimeout: '1s' }, [Abortable]);
+    // A producer-only instance: it runs nothing, so only the running instance's lease renewal can tell the handler.
+    const producer = await bootDelayApp({ driver, consume: false }, []);
+    try {
+      const delay = app.get(DelayService);
+      await delay.upsertRecurring('abortable.every', 'remote', { every: '1h' });
+      expect(await delay.runRecurringNow('abortable.every', 'remote')).toBe(true);
+      await pollUntil(() => abortLog.started.length === 1, 'the run-now occurrence started', 10_000);
+      expect(await producer.get(DelayService).cancel('abortable.every', abortLog.started[0])).toBe(true);
+      await pollUntil(() => abortLog.aborted.length === 1, 'the abort, at a lease renewal (every 2/3 s)', 10_000);
+      expect(abortLog.aborted[0]).toEqual({ key: abortLog.started[0], reason: 'cancelled' });
+      await delay.removeRecurring('abortable.every', 'remote');
+    } finally {
+      await producer.close();
+    }
+  }, 30_000);
+
+  it('listRecurring and getRecurring show the last run: succeeded, retrying, dead, skipped, with its lag', async () => {
+    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'outcomes' }, shutdownTimeout: '1s' }, [Outcomes]);
+    const delay = app.get(DelayService);
+    const outcomes = app.get(Outcomes);
+    const seen = new Set<string>();
+    const lastRunIs = async (outcome: string) => {
+      const run = (await delay.getRecurring('outcome.every', 'job'))?.lastRun;
+      if (run) seen.add(run.outcome);
+      return run?.outcome === outcome ? run : undefined;
+    };
+    await delay.upsertRecurring('outcome.every', 'job', { every: '1s' });
+    await pollUntil(async () => (await lastRunIs('succeeded')) !== undefined, 'a run that succeeded', 15_000);
+    const succeeded = await lastRunIs('succeeded');
+    expect(succeeded?.attempt).toBe(1);
+    expect(succeeded?.lagMs).toBe((succeeded?.startedAt?.getTime() ?? NaN) - (succeeded?.scheduledAt.getTime() ?? NaN));
+    outcomes.mode = 'fail';
+    await pollUntil(async () => (await lastRunIs('dead')) !== undefined, 'a run that died after its 2 attempts', 15_000);
+    expect(seen.has('retrying')).toBe(true);
+    const dead = await lastRunIs('dead');
+    // Its second attempt started after the 1 s backoff: at least that late.
+    expect(dead).toMatchObject({ attempt: 2 });
+    expect(dead?.lagMs).toBeGreaterThanOrEqual(1_000);
+    outcomes.mode = 'sleep';
+    await pollUntil(async () => (await lastRunIs('skipped')) !== undefined, 'an occurrence skipped while the previous one works', 15_000);
+    expect((await delay.listRecurring('outcome.every'))[0].lastRun).not.toBeNull();
+    await delay.removeRecurring('outcome.every', 'job');
+  }, 60_000);
+
+  it('a rolling deploy drops @Recurring B: it fires once per instant while the old instance runs, and is removed once the old one is gone for the grace', async () => {
+    const config = { driver: { type: 'redis' as const, url: redis.url, prefix: 'orphans' }, shutdownTimeout: '1s', recurringOrphanGrace: '3s' };
+    const old = await bootDelayApp(config, [DeclaresA, DeclaresB]);
+    app = await bootDelayApp(config, [DeclaresA, HandlesB]);
+    const delay = app.get(DelayService);
+    const count = (topic: string) => declaredRuns.filter((run) => run.startsWith(`${topic}@`)).length;
+    try {
+      // Both run for longer than the grace: the old instance's beats keep B declared.
+      const bothFrom = count('orphan.b');
+      await sleep(5_000);
+      expect(count('orphan.b')).toBeGreaterThanOrEqual(bothFrom + 3);
+      expect(await delay.getRecurring('orphan.b', 'default')).toMatchObject({ declared: true });
+    } finally {
+      await old.close();
+    }
+    // The old instance is gone: within the grace and a tick, B's tick is removed; A goes on.
+    await pollUntil(async () => (await delay.getRecurring('orphan.b', 'default')) === null, 'B removed as an orphan', 15_000);
+    expect(await delay.count('orphan.b')).toBeLessThanOrEqual(1); // at most an occurrence created just before
+    await sleep(300);
+    const [b, a] = [count('orphan.b'), count('orphan.a')];
+    await sleep(2_500);
+    expect(count('orphan.b')).toBe(b);
+    expect(count('orphan.a')).toBeGreaterThanOrEqual(a + 1);
+    expect(await delay.getRecurring('orphan.a', 'default')).toMatchObject({ declared: true, orphan: 'remove' });
+    // Exactly once per instant throughout.
+    expect(declaredRuns.length - new Set(declaredRuns).size).toBe(0);
+  }, 60_000);
 
   it('bad input is refused with a typed error and writes nothing', async () => {
     const { delay } = await boot('bad');

@@ -2,6 +2,9 @@ import { Injectable, Provider } from '@nestjs/common';
 import { DelayContext, DelayEvent, DelayService, OnDelayExpired, OnRecurring, Recurring, RecurringOptions } from 'nestjs-delay';
 import { DelayTestingModule, VirtualClock } from 'nestjs-delay/testing';
 import { compileRecurrence } from '../../libs/delay/src/recurring/compile-recurrence';
+import { RecurringSchedules } from '../../libs/delay/src/recurring/recurring-schedules';
+import { DELAY_DRIVER } from '../../libs/delay/src/delay.constants';
+import type { DelayDriver } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { useApps } from '../wheel/support/apps';
 
 const HOUR = 3_600_000;
@@ -44,6 +47,56 @@ class Serial {
   async run(context: DelayContext): Promise<void> {
     this.runs.record(context);
     if (this.runs.sleepMs > 0) await (this.runs.clock as VirtualClock).sleep(this.runs.sleepMs);
+  }
+}
+
+/** A 90 s handler that stops when its signal fires, and says when and why. */
+@Injectable()
+class Abortable {
+  readonly aborted: Array<{ key: string; startedAt: number; abortedAt: number; code: string | undefined; reason: string | undefined }> = [];
+  finished = 0;
+
+  constructor(private readonly runs: Runs) {}
+
+  @OnRecurring('abortable.tick')
+  async run(context: DelayContext): Promise<void> {
+    this.runs.record(context);
+    const clock = this.runs.clock as VirtualClock;
+    const startedAt = clock.now();
+    const { signal } = context;
+    const aborted = new Promise<'aborted'>((resolve) => signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
+    if ((await Promise.race([clock.sleep(90_000).then(() => 'slept' as const), aborted])) === 'slept') {
+      this.finished++;
+      return;
+    }
+    const reason = signal.reason as { code?: string; reason?: string } | undefined;
+    this.aborted.push({ key: context.occurrence?.key ?? '', startedAt, abortedAt: clock.now(), code: reason?.code, reason: reason?.reason });
+  }
+}
+
+/** Succeeds, fails, or works 90 s, as the test says. */
+@Injectable()
+class Outcomes {
+  mode: 'ok' | 'fail' | 'sleep' = 'ok';
+
+  constructor(private readonly runs: Runs) {}
+
+  @OnRecurring('outcome.tick', { attempts: 2, backoff: { type: 'fixed', delay: '10s' } })
+  async run(context: DelayContext): Promise<void> {
+    this.runs.record(context);
+    if (this.mode === 'fail') throw new Error('failed on purpose');
+    if (this.mode === 'sleep') await (this.runs.clock as VirtualClock).sleep(90_000);
+  }
+}
+
+/** Two schedules declared in code on one topic: A, and B, which a later version of the code no longer declares. */
+@Injectable()
+class DeclaresA {
+  constructor(private readonly runs: Runs) {}
+
+  @Recurring('orphans.tick', { every: '1m', key: 'a' })
+  run(context: DelayContext): void {
+    this.runs.record(context);
   }
 }
 
@@ -215,6 +268,23 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       expect(cancelled).toBe(overlap === 'cancelPrevious' ? 9 : 0);
     });
 
+    it('cancelPrevious fires the running handler\'s signal: each 90 s run is aborted when the next occurrence comes, 60 s in', async () => {
+      const { clock, runs, delay, app } = await boot(start, [Abortable]);
+      const abortable = app.get(Abortable);
+      await delay.upsertRecurring('abortable.tick', 'job', { every: '1m', overlap: 'cancelPrevious' });
+      await clock.advance('9m30s');
+      await delay.removeRecurring('abortable.tick', 'job');
+      await clock.advance('5m');
+      expect(runs.count('job')).toBe(10);
+      // Nine were cancelled by their successor and saw it through their signal, at the successor's start; the last ran its 90 s.
+      expect(abortable.aborted).toHaveLength(9);
+      for (const abort of abortable.aborted) {
+        expect(abort).toMatchObject({ code: 'ERR_DELAY_HANDLER_ABORTED', reason: 'cancelled' });
+        expect(abort.abortedAt - abort.startedAt).toBe(60_000);
+      }
+      expect(abortable.finished).toBe(1);
+    });
+
     it('bufferOne with concurrency 1: one waits behind the running one, the rest are skipped', async () => {
       const { clock, runs, delay } = await boot(start, [Serial]);
       runs.sleepMs = 90_000;
@@ -237,6 +307,55 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       expect(runs.started.length + skipped()).toBe(10);
       expect(skipped()).toBeGreaterThan(0);
     });
+  });
+
+  it('listRecurring and getRecurring show the last run: succeeded, retrying, dead, skipped by the overlap policy, with its lag', async () => {
+    const { app, clock, delay } = await boot('2026-06-01T00:00:30Z', [Outcomes]);
+    const outcomes = app.get(Outcomes);
+    await delay.upsertRecurring('outcome.tick', 'job', { every: '1m' });
+    expect((await delay.getRecurring('outcome.tick', 'job'))?.lastRun).toBeNull();
+    const lastRun = async () => (await delay.getRecurring('outcome.tick', 'job'))?.lastRun;
+    await clock.advance('30s'); // 00:01:00 runs and succeeds
+    expect(await lastRun()).toMatchObject({ outcome: 'succeeded', attempt: 1, lagMs: 0, scheduledAt: new Date('2026-06-01T00:01:00Z'), startedAt: new Date('2026-06-01T00:01:00Z') });
+    outcomes.mode = 'fail';
+    await clock.advance('1m'); // 00:02:00 fails; retried 10 s later
+    expect(await lastRun()).toMatchObject({ outcome: 'retrying', attempt: 1, lagMs: 0, scheduledAt: new Date('2026-06-01T00:02:00Z') });
+    await clock.advance('10s'); // its second and last attempt fails: dead, 10 s late
+    expect(await lastRun()).toMatchObject({ outcome: 'dead', attempt: 2, lagMs: 10_000, scheduledAt: new Date('2026-06-01T00:02:00Z') });
+    outcomes.mode = 'sleep';
+    await clock.advance('50s'); // 00:03:00 starts and works 90 s
+    await clock.advance('1m'); // 00:04:00 finds it running: skipped (overlap 'skip')
+    expect(await lastRun()).toMatchObject({ outcome: 'skipped', attempt: 0, lagMs: null, startedAt: null, scheduledAt: new Date('2026-06-01T00:04:00Z') });
+    await clock.advance('30s'); // 00:03:00 ends
+    const [listed] = await delay.listRecurring('outcome.tick');
+    expect(listed.lastRun).toMatchObject({ outcome: 'succeeded', scheduledAt: new Date('2026-06-01T00:03:00Z'), lagMs: 0, at: new Date('2026-06-01T00:04:30Z') });
+  });
+
+  it('a declared schedule no running instance declares any more is removed after the grace; one still declared, or kept, goes on', async () => {
+    const { app, clock, runs, delay } = await boot('2026-06-01T00:00:30Z', [DeclaresA]);
+    // Another instance's code declared B on the same topic, and C with orphan 'keep': as its bootstrap and heartbeat would.
+    const schedules = app.get(RecurringSchedules);
+    const driver = app.get<DelayDriver>(DELAY_DRIVER);
+    await schedules.upsert('orphans.tick', 'b', { every: '1m' }, { orphan: 'remove' });
+    await schedules.upsert('orphans.tick', 'c', { every: '1m' }, { orphan: 'keep' });
+    for (let minute = 0; minute < 20; minute++) {
+      await driver.declareSeries?.('orphans.tick', ['b', 'c'], 600_000);
+      await clock.advance('1m');
+    }
+    // 20 minutes with both instances: every schedule fired every minute, once.
+    expect([runs.count('a'), runs.count('b'), runs.count('c')]).toEqual([20, 20, 20]);
+    expect([...runs.fired.values()].every((times) => times === 1)).toBe(true);
+    // The other instance stops: its marks end 10 minutes (the default grace) after its last beat.
+    await clock.advance('30m');
+    expect(runs.count('b')).toBeGreaterThanOrEqual(29);
+    expect(runs.count('b')).toBeLessThanOrEqual(31);
+    expect(await delay.getRecurring('orphans.tick', 'b')).toBeNull();
+    expect(await driver.get('orphans.tick', 'b')).toBeNull();
+    // A is declared by this instance's heartbeat; C is kept.
+    expect(runs.count('a')).toBe(50);
+    expect(runs.count('c')).toBe(50);
+    expect(await delay.getRecurring('orphans.tick', 'a')).toMatchObject({ declared: true, orphan: 'remove' });
+    expect(await delay.getRecurring('orphans.tick', 'c')).toMatchObject({ declared: true, orphan: 'keep' });
   });
 
   it('runRecurringNow adds one occurrence now without moving the cadence; removeRecurring stops it', async () => {

@@ -55,11 +55,11 @@ describe('Redis driver robustness', () => {
 
   it('a retry replayed after a lost reply changes nothing (it re-arms under a new token)', async () => {
     const script = REDIS_SCRIPTS.retry;
-    const keys = ['t:{r}:due', 't:{r}:env', 't:{r}:active', 't:{r}:seq'];
+    const keys = ['t:{r}:due', 't:{r}:env', 't:{r}:active', 't:{r}:seq', 't:{r}:runs'];
     const raw = suite.raw();
     await raw.hset(keys[1], 'k', 'tok|1|0|{"a":1}');
     await raw.zadd(keys[2], Date.now() + 30_000, 'k');
-    const run = (): Promise<unknown> => raw.eval(script.lua, script.numberOfKeys, ...keys, 'k', 'tok', 1_000, 't:{r}:wake');
+    const run = (): Promise<unknown> => raw.eval(script.lua, script.numberOfKeys, ...keys, 'k', 'tok', 1_000, 't:{r}:wake', '');
     expect(await run()).toBe(1);
     const afterFirst = await raw.hget(keys[1], 'k');
     expect(await run()).toBe(0);

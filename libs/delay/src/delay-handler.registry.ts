@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ResolvedHandlerOptions } from './delay.module-definition';
 import { DuplicateHandlerError } from './errors/duplicate-handler.error';
 import { DelayContext } from './interfaces/delay-context.interface';
-import { RecurringOptions } from './recurring/recurring-options';
+import { OrphanPolicy, RecurringOptions } from './recurring/recurring-options';
 
 export interface RegisteredHandler {
   readonly topic: string;
@@ -11,7 +11,7 @@ export interface RegisteredHandler {
   readonly options: ResolvedHandlerOptions;
   readonly invoke: (context: DelayContext) => unknown;
   /** A recurring topic's handler (@Recurring, @OnRecurring), with the schedule declared in code, if any. */
-  readonly recurring?: { readonly declared?: { readonly key: string; readonly options: RecurringOptions } };
+  readonly recurring?: { readonly declared?: { readonly key: string; readonly orphan: OrphanPolicy; readonly options: RecurringOptions } };
 }
 
 /** The handlers of this application, one per topic, filled by DelayExplorer at init. */
@@ -33,8 +33,8 @@ export class DelayHandlerRegistry {
   }
 
   /** The handlers of recurring topics that declare a schedule in code. */
-  declaredSchedules(): Array<{ readonly topic: string; readonly key: string; readonly options: RecurringOptions }> {
-    const declared: Array<{ topic: string; key: string; options: RecurringOptions }> = [];
+  declaredSchedules(): Array<{ readonly topic: string; readonly key: string; readonly orphan: OrphanPolicy; readonly options: RecurringOptions }> {
+    const declared: Array<{ topic: string; key: string; orphan: OrphanPolicy; options: RecurringOptions }> = [];
     for (const handler of this.handlers.values()) {
       if (handler.recurring?.declared) declared.push({ topic: handler.topic, ...handler.recurring.declared });
     }

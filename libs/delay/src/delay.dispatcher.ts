@@ -38,6 +38,12 @@ const OUTCOME_COMPLETED: DeliveryOutcome = { kind: 'completed' };
 export class DelayDispatcher implements DelayConsumer {
   private readonly logger = new Logger(DelayDispatcher.name);
   private readonly runs = new HandlerRunTracker((run) => this.timeOut(run));
+  /**
+   * Runs of recurring occurrences, by topic and key, so that a driver telling
+   * that one was cancelled while running (cancelPrevious) can fire its signal.
+   * Only recurring handlers' runs are kept: one-off runs pay nothing for it.
+   */
+  private readonly revocable = new Map<string, HandlerRun>();
 
   constructor(
     private readonly registry: DelayHandlerRegistry,
@@ -85,6 +91,16 @@ export class DelayDispatcher implements DelayConsumer {
     const { events } = this;
     if (events.listening) events.publish({ type: 'fired', topic, key, at: events.now(), attempt, size: delivery.items?.length, dueAt: new Date(delivery.dueAt) });
     this.run(handler, delivery, report);
+  }
+
+  /** A run's arming is gone (see DelayConsumer.revoke): its signal fires; its outcome is ignored by the driver. */
+  revoke(topic: string, key: string, token: string): void {
+    const id = revocableId(topic, key);
+    const run = this.revocable.get(id);
+    if (!run || run.delivery.token !== token) return;
+    this.revocable.delete(id);
+    this.logger.warn(`${run.handlerName} on ${quoteInput(key)} was cancelled while running; its signal fires and its outcome is ignored`);
+    run.abort(new HandlerAbortedError('cancelled', `${run.handlerName} on ${quoteInput(key)} was cancelled while running (overlap policy cancelPrevious, or cancel); its outcome is ignored`));
   }
 
   /**
@@ -140,6 +156,7 @@ export class DelayDispatcher implements DelayConsumer {
     const { timeoutMs } = handler.options;
     const run = new HandlerRun(handler, delivery, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, report);
     this.runs.add(run);
+    if (handler.recurring) this.revocable.set(revocableId(delivery.topic, delivery.key), run);
     try {
       const returned = handler.invoke(new HandlerContext(delivery, run));
       if (isThenable(returned)) {
@@ -194,6 +211,10 @@ export class DelayDispatcher implements DelayConsumer {
 
   /** Reports the run's outcome to its driver, once. Deciding the outcome only logs and emits; should it throw anyway, the action is retried. */
   private finish(run: HandlerRun, result: RunResult): void {
+    if (run.handler.recurring) {
+      const id = revocableId(run.delivery.topic, run.delivery.key);
+      if (this.revocable.get(id) === run) this.revocable.delete(id);
+    }
     let outcome: DeliveryOutcome;
     try {
       outcome = this.outcome(run.handler, run.delivery, result);
@@ -215,6 +236,11 @@ export class DelayDispatcher implements DelayConsumer {
       this.logger.error(`The driver failed to apply the outcome (${outcome.kind}) of ${quoteInput(delivery.topic)} / ${quoteInput(delivery.key)}: ${describeError(error)}`);
     }
   }
+}
+
+/** A topic cannot hold U+0000 (validateTopic), so topic and key joined by it name one action. */
+function revocableId(topic: string, key: string): string {
+  return `${topic}\u0000${key}`;
 }
 
 function failure(thrown: unknown): RunResult {

@@ -7,7 +7,7 @@ import { DelayHandlerMetadata } from './decorators/on-delay-expired.decorator';
 import { ScopedHandlerError } from './errors/scoped-handler.error';
 import { DelayContext } from './interfaces/delay-context.interface';
 import { validateTopic } from './validation/action-input';
-import { checkRecurringOptions } from './recurring/check-recurring-options';
+import { checkOrphanPolicy, checkRecurringOptions } from './recurring/check-recurring-options';
 import { RecurringSchedules, validateSeriesKey } from './recurring/recurring-schedules';
 
 /** Nest's InstanceWrapper, named through the public DiscoveryService rather than a deep import. */
@@ -64,6 +64,7 @@ export class DelayExplorer implements OnModuleInit {
         // A bad schedule fails bootstrap here, before anything is written.
         validateSeriesKey(declared.key);
         checkRecurringOptions(declared.options, this.schedules.minIntervalMs);
+        checkOrphanPolicy(declared.orphan);
       }
       this.registry.register({
         topic,

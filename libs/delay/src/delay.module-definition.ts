@@ -45,6 +45,7 @@ export interface ResolvedDelayOptions {
   readonly maxBatchBytes: number;
   readonly maxPastMs: number;
   readonly shutdownTimeoutMs: number;
+  readonly recurringOrphanGraceMs: number;
   readonly consume: boolean;
   readonly transactions: DelayTransactionOptions | undefined;
 }
@@ -81,9 +82,11 @@ export function resolveDelayOptions(options: DelayModuleOptions = {}): ResolvedD
     maxBatchBytes: batchBytes(options, problems),
     maxPastMs: duration(options.maxPast, '1d', 'maxPast', problems),
     shutdownTimeoutMs: duration(options.shutdownTimeout, '10s', 'shutdownTimeout', problems),
+    recurringOrphanGraceMs: duration(options.recurringOrphanGrace, '10m', 'recurringOrphanGrace', problems),
     consume: options.consume ?? true,
     transactions: checkTransactions(options.transactions, driver, problems),
   };
+  if (resolved.recurringOrphanGraceMs > 0 && resolved.recurringOrphanGraceMs < 1_000) problems.push(`recurringOrphanGrace must be at least 1s, got ${quoteInput(options.recurringOrphanGrace)}`);
   if (typeof resolved.consume !== 'boolean') problems.push(`consume must be true or false, got ${quoteInput(options.consume)}`);
   if (problems.length > 0) throw new InvalidDelayOptionsError('DelayModule options', problems);
   return resolved;

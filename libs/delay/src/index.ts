@@ -69,6 +69,8 @@ export type {
   RecurringDeclaration,
   RecurringSchedule,
   RecurringOccurrence,
+  RecurringRun,
+  OrphanPolicy,
 } from './recurring/recurring-options';
 
 export * from './errors';

@@ -1,13 +1,13 @@
 import { SetMetadata } from '@nestjs/common';
 import { DELAY_HANDLER_METADATA } from '../delay.constants';
 import { DelayHandlerOptions } from '../interfaces/delay-handler-options.interface';
-import { RecurringDeclaration } from '../recurring/recurring-options';
+import { OrphanPolicy, RecurringDeclaration } from '../recurring/recurring-options';
 
 export interface DelayHandlerMetadata {
   readonly topic: string;
   readonly options: DelayHandlerOptions;
   /** Set by @Recurring (with the schedule it declares) and @OnRecurring. */
-  readonly recurring?: { readonly declared?: { readonly key: string; readonly options: RecurringDeclaration } };
+  readonly recurring?: { readonly declared?: { readonly key: string; readonly orphan: OrphanPolicy; readonly options: RecurringDeclaration } };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
 import { DELAY_HANDLER_METADATA } from '../delay.constants';
 import { DelayHandlerOptions } from '../interfaces/delay-handler-options.interface';
-import { RecurringDeclaration } from '../recurring/recurring-options';
+import { OrphanPolicy, RecurringDeclaration } from '../recurring/recurring-options';
 import { DelayHandlerMetadata } from './on-delay-expired.decorator';
 
 const HANDLER_FIELDS = ['attempts', 'backoff', 'concurrency', 'timeout'] as const;
@@ -20,14 +20,20 @@ export const Recurring = (topic: string, declaration: RecurringDeclaration): Met
   const handler: Record<string, unknown> = {};
   const schedule: Record<string, unknown> = {};
   for (const name of Object.keys(fields)) {
-    if (name === 'key') continue;
+    if (name === 'key' || name === 'orphan') continue;
     if ((HANDLER_FIELDS as readonly string[]).includes(name)) handler[name] = fields[name];
     else schedule[name] = fields[name];
   }
   return SetMetadata<string, DelayHandlerMetadata>(DELAY_HANDLER_METADATA, {
     topic,
     options: handler as DelayHandlerOptions,
-    recurring: { declared: { key: fields.key === undefined ? 'default' : (fields.key as string), options: schedule as unknown as RecurringDeclaration } },
+    recurring: {
+      declared: {
+        key: fields.key === undefined ? 'default' : (fields.key as string),
+        orphan: fields.orphan === undefined ? 'remove' : (fields.orphan as OrphanPolicy),
+        options: schedule as unknown as RecurringDeclaration,
+      },
+    },
   });
 };
 

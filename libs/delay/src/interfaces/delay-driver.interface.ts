@@ -83,6 +83,20 @@ export interface DelayDriver {
    * the tick is re-armed (`next`), removed (`null`) or left alone (undefined).
    */
   advanceSeries?(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult>;
+  /**
+   * Marks series as declared in code by a running instance, until `forMs`
+   * from the driver's now (a mark only moves later). advanceSeries with an
+   * `orphanGraceMs` removes a series whose mark has passed. One write per
+   * shard the keys fall in. Optional: without it, declared series are never
+   * removed as orphans (DelayService then passes no `orphanGraceMs`).
+   */
+  declareSeries?(topic: string, keys: readonly string[], forMs: number): Promise<void>;
+  /**
+   * The last run of each series, as recorded with its outcome (and, for an
+   * occurrence the overlap policy refused, by advanceSeries); null where none
+   * is. Optional: without it, schedules are listed with `lastRun: null`.
+   */
+  lastSeriesRuns?(topic: string, keys: readonly string[]): Promise<ReadonlyArray<SeriesRunRecord | null>>;
   /** The smallest spacing of a recurrence this driver accepts, in ms (the wheel: its tick). Default 1000. */
   readonly minRecurrenceMs?: number;
 }
@@ -110,6 +124,27 @@ export interface AdvanceSeriesCommand {
   readonly overlap: OverlapPolicy;
   /** Re-arm the tick (a new token) with this due time and payload; null removes it and the series' bookkeeping; undefined leaves it. */
   readonly next: { readonly due: DueSpec; readonly payload: string } | null | undefined;
+  /**
+   * A series declared in code whose orphan policy is 'remove': if its
+   * declaration mark (declareSeries) has passed, the series is removed
+   * instead (tick, bookkeeping, mark, last run) and the result says
+   * `orphaned`; a series with no mark yet gets one this far ahead.
+   */
+  readonly orphanGraceMs?: number;
+}
+
+/** How a recurring occurrence's latest run ended, as the driver records it. */
+export interface SeriesRunRecord {
+  /** 'retrying': failed, another attempt is scheduled; 'skipped': the overlap policy refused to create it. */
+  readonly outcome: 'succeeded' | 'retrying' | 'dead' | 'skipped';
+  /** The occurrence's key (see occurrence-key.ts). */
+  readonly occurrenceKey: string;
+  /** When its run started, in the driver's time; undefined for a skipped one. */
+  readonly startedAt: number | undefined;
+  /** The attempt that ended so; 0 for a skipped one. */
+  readonly attempt: number;
+  /** When the outcome was recorded, in the driver's time. */
+  readonly at: number;
 }
 
 export interface AdvanceSeriesResult {
@@ -121,6 +156,8 @@ export interface AdvanceSeriesResult {
   readonly skipped: readonly string[];
   /** Keys of previous occurrences cancelled ('cancelPrevious'). */
   readonly cancelled: readonly string[];
+  /** The series was removed as an orphan (see `orphanGraceMs`): nothing else was done. */
+  readonly orphaned?: boolean;
 }
 
 /** A due time as the caller gave it; the driver resolves it on its own clock. */
@@ -256,4 +293,13 @@ export interface DelayConsumer {
    * costs no promise of the consumer's own.
    */
   consume?(delivery: Delivery, report: (outcome: DeliveryOutcome) => void): void;
+  /**
+   * Optional: the arming a run was delivered under is gone (cancelled, or
+   * re-armed) while its handler still runs, so its outcome will be ignored;
+   * the consumer may tell the handler to stop. `token` is the delivery's.
+   * Drivers call it as soon as they learn it (the wheel at once, Redis at the
+   * lease renewal that finds the token changed), never from inside another
+   * call of the consumer's; a second call for the same run does nothing.
+   */
+  revoke?(topic: string, key: string, token: string): void;
 }

@@ -147,6 +147,14 @@ export interface DelayModuleOptions {
   readonly maxPast?: Duration;
   /** How long shutdown waits for running handlers. Default '10s'. */
   readonly shutdownTimeout?: Duration;
+  /**
+   * How long a schedule declared by `@Recurring` (orphan policy `'remove'`)
+   * goes on once no running instance declares it any more; then its next
+   * tick removes it. Each instance renews its declarations every third of
+   * this. Longer than a rolling deploy's pause between instances; at least
+   * '1s'. Default '10m'.
+   */
+  readonly recurringOrphanGrace?: Duration;
   /** Set false on an instance that only schedules and must run no handler. Default true. */
   readonly consume?: boolean;
   /** How writes join your database transactions (postgres driver only): extra adapters and the ambient transaction. */

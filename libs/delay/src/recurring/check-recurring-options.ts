@@ -4,7 +4,7 @@ import { parseDuration } from '../time/duration';
 import { quoteInput } from '../utils/quote-input';
 import { compileRecurrence, CompiledRecurrence } from './compile-recurrence';
 import type { RecurrenceSpec } from './recurrence-spec';
-import type { RecurringOptions } from './recurring-options';
+import type { OrphanPolicy, RecurringOptions } from './recurring-options';
 import type { StoredMissedPolicy } from './series-state';
 
 const POLICY_FIELDS = ['missed', 'overlap', 'jitter', 'payload'];
@@ -28,6 +28,12 @@ export function checkRecurringOptions(options: RecurringOptions | undefined, min
   for (const name of Object.keys(fields)) if (!POLICY_FIELDS.includes(name)) spec[name] = fields[name];
   const compiled = compileRecurrence(spec as unknown as RecurrenceSpec, { minIntervalMs });
   return { compiled, missed: missedPolicy(fields.missed), overlap: overlapPolicy(fields.overlap), jitterMs: jitter(fields.jitter, compiled) };
+}
+
+/** A declaration's orphan policy: 'remove' or 'keep'. */
+export function checkOrphanPolicy(value: unknown): OrphanPolicy {
+  if (value === 'remove' || value === 'keep') return value;
+  throw new InvalidRecurrenceError(`orphan must be 'remove' or 'keep', got ${quoteInput(value)}`);
 }
 
 function missedPolicy(value: unknown): StoredMissedPolicy {

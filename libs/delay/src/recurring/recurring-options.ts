@@ -39,8 +39,36 @@ export interface RecurringPolicies<TPayload = unknown> {
 /** A schedule as `upsertRecurring` takes it: when (cron or interval) and how. */
 export type RecurringOptions<TPayload = unknown> = RecurrenceSpec & RecurringPolicies<TPayload>;
 
-/** `@Recurring(topic, options)`: the schedule, its key (default `'default'`) and the handler's options. */
-export type RecurringDeclaration = RecurringOptions & DelayHandlerOptions & { readonly key?: string };
+/**
+ * What happens to a schedule declared by `@Recurring` once no running
+ * instance declares it any more (the decorator was removed from the code):
+ * - `'remove'` (default): once the last instance that declared it has been
+ *   gone for the module's `recurringOrphanGrace`, its next tick removes it;
+ * - `'keep'`: it goes on firing, on any instance that handles its topic,
+ *   until `removeRecurring`.
+ */
+export type OrphanPolicy = 'remove' | 'keep';
+
+/** `@Recurring(topic, options)`: the schedule, its key (default `'default'`), its orphan policy and the handler's options. */
+export type RecurringDeclaration = RecurringOptions & DelayHandlerOptions & { readonly key?: string; readonly orphan?: OrphanPolicy };
+
+/** How the latest run of a schedule's occurrences ended. */
+export interface RecurringRun {
+  /** `'retrying'`: it failed and another attempt is scheduled; `'skipped'`: the overlap policy did not create it. */
+  readonly outcome: 'succeeded' | 'retrying' | 'dead' | 'skipped';
+  /** The occurrence's own key (as in events and listings). */
+  readonly occurrence: string;
+  /** The instant it was scheduled for (jitter not included); for runRecurringNow, when it was asked. */
+  readonly scheduledAt: Date;
+  /** When its run started; null when it was skipped. */
+  readonly startedAt: Date | null;
+  /** How late it started after `scheduledAt`, in ms (jitter, catch-up, retries included); null when it was skipped. */
+  readonly lagMs: number | null;
+  /** The attempt that ended so; 0 when it was skipped. */
+  readonly attempt: number;
+  /** When the outcome was recorded. */
+  readonly at: Date;
+}
 
 /** A schedule as `getRecurring` and `listRecurring` report it. */
 export interface RecurringSchedule<TPayload = unknown> {
@@ -57,8 +85,12 @@ export interface RecurringSchedule<TPayload = unknown> {
   readonly nextRunAt: Date | null;
   /** The scheduled time of the latest occurrence reached (fired, or missed by policy); null before the first. */
   readonly lastRunAt: Date | null;
+  /** How the latest occurrence to finish a run (or to be skipped by the overlap policy) ended, and how late it started; null before the first. */
+  readonly lastRun: RecurringRun | null;
   /** Declared in code by @Recurring (reconciled at every bootstrap) rather than by upsertRecurring. */
   readonly declared: boolean;
+  /** For a declared schedule, what happens once no running instance declares it; null for one made by upsertRecurring (never an orphan). */
+  readonly orphan: OrphanPolicy | null;
 }
 
 /** What a recurring handler's context says about the occurrence it runs. */

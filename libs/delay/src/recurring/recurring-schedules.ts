@@ -4,13 +4,13 @@ import { ResolvedDelayOptions } from '../delay.module-definition';
 import { InvalidKeyError } from '../errors/invalid-key.error';
 import { RecurringTopicError } from '../errors/recurring-topic.error';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
-import { AdvanceSeriesCommand, DelayDriver, StoredAction } from '../interfaces/delay-driver.interface';
+import { AdvanceSeriesCommand, DelayDriver, SeriesRunRecord, StoredAction } from '../interfaces/delay-driver.interface';
 import { DelayClock } from '../time/clock';
 import { quoteInput } from '../utils/quote-input';
 import { validateKey, validateTopic } from '../validation/action-input';
 import { parsePayload, serializePayload } from '../validation/payload-json';
-import { isTickKey, MAX_SERIES_KEY_LENGTH, occurrenceKey, SERIES_SEPARATOR } from './occurrence-key';
-import { RecurringOptions, RecurringSchedule } from './recurring-options';
+import { isTickKey, MAX_SERIES_KEY_LENGTH, occurrenceKey, parseOccurrenceKey, SERIES_SEPARATOR } from './occurrence-key';
+import { OrphanPolicy, RecurringOptions, RecurringRun, RecurringSchedule } from './recurring-options';
 import { PAUSED_TICK_DELAY_MS } from './recurring-ticker';
 import { checkRecurringOptions } from './check-recurring-options';
 import { decodeSeriesState, encodeSeriesState, missedOf, recurrenceOf, sameSpec, SeriesState } from './series-state';
@@ -47,12 +47,13 @@ export class RecurringSchedules {
    * the next occurrence after now (nothing between the last occurrence and
    * now fires because of it); changed policies or payload keep the next time.
    */
-  async upsert<TPayload>(topic: string, key: string, options: RecurringOptions<TPayload>, declared = false): Promise<RecurringSchedule<TPayload>> {
+  async upsert<TPayload>(topic: string, key: string, options: RecurringOptions<TPayload>, declaration?: { readonly orphan: OrphanPolicy }): Promise<RecurringSchedule<TPayload>> {
     validateTopic(topic);
     validateSeriesKey(key);
     const checked = checkRecurringOptions(options, this.minIntervalMs);
     const payload = serializePayload(options.payload, this.options.maxPayloadBytes);
-    const wanted = { spec: checked.compiled.spec, missed: checked.missed, overlap: checked.overlap, jitterMs: checked.jitterMs, payload, declared };
+    const declared = declaration !== undefined;
+    const wanted = { spec: checked.compiled.spec, missed: checked.missed, overlap: checked.overlap, jitterMs: checked.jitterMs, payload, declared, orphan: declaration?.orphan === 'keep' ? ('keep' as const) : undefined };
     const stored = await this.write(topic, key, (state, action) => {
       if (!state || !action) {
         const fresh: SeriesState = { v: 1, ...wanted, last: null, reset: true, paused: false };
@@ -65,7 +66,7 @@ export class RecurringSchedules {
       const due = updated.reset ? { delayMs: 0 } : { atMs: action.dueAt };
       return { next: { due, payload: encodeSeriesState(updated) } };
     });
-    return this.view<TPayload>(stored as StoredAction);
+    return (await this.views<TPayload>([stored as StoredAction]))[0];
   }
 
   /** Removes the schedule: no further occurrence. Occurrences already created still run. True if there was one. */
@@ -123,7 +124,7 @@ export class RecurringSchedules {
     validateTopic(topic);
     validateSeriesKey(key);
     const action = await this.driver.get(topic, key);
-    return action && decodeSeriesState(action.payload) ? this.view<TPayload>(action) : null;
+    return action && decodeSeriesState(action.payload) ? (await this.views<TPayload>([action]))[0] : null;
   }
 
   /** Every schedule of the topic, by key. */
@@ -132,7 +133,7 @@ export class RecurringSchedules {
     const schedules: Array<RecurringSchedule<TPayload>> = [];
     for (let offset = 0; ; offset += LIST_PAGE) {
       const page = await this.driver.list(topic, { offset, limit: LIST_PAGE });
-      for (const action of page) if (isTickKey(action.key) && decodeSeriesState(action.payload)) schedules.push(this.view<TPayload>(action));
+      schedules.push(...(await this.views<TPayload>(page.filter((action) => isTickKey(action.key) && decodeSeriesState(action.payload)))));
       if (page.length < LIST_PAGE) break;
     }
     return schedules.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -164,7 +165,14 @@ export class RecurringSchedules {
     throw new RecurringTopicError(topic, `schedule ${quoteInput(key)} kept changing while being written; try again`);
   }
 
-  private view<TPayload>(action: StoredAction): RecurringSchedule<TPayload> {
+  /** The schedules of these ticks (all of one topic), with their last runs: one more read of the driver's, whatever their number. */
+  private async views<TPayload>(actions: readonly StoredAction[]): Promise<Array<RecurringSchedule<TPayload>>> {
+    if (actions.length === 0) return [];
+    const runs = this.driver.lastSeriesRuns ? await this.driver.lastSeriesRuns(actions[0].topic, actions.map((action) => action.key)) : [];
+    return actions.map((action, n) => this.view<TPayload>(action, runs[n] ?? null));
+  }
+
+  private view<TPayload>(action: StoredAction, run: SeriesRunRecord | null): RecurringSchedule<TPayload> {
     const state = decodeSeriesState(action.payload) as SeriesState;
     return {
       topic: action.topic,
@@ -177,9 +185,27 @@ export class RecurringSchedules {
       paused: state.paused,
       nextRunAt: state.paused ? null : new Date(action.dueAt),
       lastRunAt: state.last === null ? null : new Date(state.last),
+      lastRun: run ? recurringRun(run) : null,
       declared: state.declared,
+      orphan: state.declared ? (state.orphan ?? 'remove') : null,
     };
   }
+}
+
+/** A driver's record of a last run, as users read it; its scheduled instant comes from the occurrence key. */
+function recurringRun(record: SeriesRunRecord): RecurringRun | null {
+  const parsed = parseOccurrenceKey(record.occurrenceKey);
+  if (!parsed) return null;
+  const started = record.startedAt;
+  return {
+    outcome: record.outcome,
+    occurrence: record.occurrenceKey,
+    scheduledAt: new Date(parsed.scheduledAtMs),
+    startedAt: started === undefined ? null : new Date(started),
+    lagMs: started === undefined ? null : Math.max(0, started - parsed.scheduledAtMs),
+    attempt: record.attempt,
+    at: new Date(record.at),
+  };
 }
 
 /** A schedule key: a valid key without U+001E (it separates a schedule's key from its occurrences'), short enough for an occurrence key. */

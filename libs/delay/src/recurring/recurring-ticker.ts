@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DELAY_DRIVER } from '../delay.constants';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from '../delay.constants';
+import { ResolvedDelayOptions } from '../delay.module-definition';
 import { DelayEventBus } from '../delay-event.bus';
+import { DelayHandlerRegistry } from '../delay-handler.registry';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { AdvanceSeriesCommand, DelayDriver, Delivery, DeliveryOutcome, SeriesOccurrence } from '../interfaces/delay-driver.interface';
 import { describeError } from '../utils/describe-error';
@@ -34,6 +36,8 @@ export class RecurringTicker {
   constructor(
     @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
     private readonly events: DelayEventBus,
+    @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
+    private readonly registry: DelayHandlerRegistry,
   ) {}
 
   /** Never rejects: a failure becomes a retry of the tick. */
@@ -75,9 +79,17 @@ export class RecurringTicker {
       occurrences,
       overlap: state.overlap,
       next: plan.next === null ? null : { due: { atMs: plan.next }, payload: encodeSeriesState(nextState) },
+      // Declared in code and removable: the driver removes it instead if no running instance has declared it for the grace.
+      // Not when this instance declares it itself: it is no orphan, whatever its mark says after a long store outage.
+      orphanGraceMs: state.declared && state.orphan !== 'keep' && driver.declareSeries && !this.declaresItself(topic, key) ? this.options.recurringOrphanGraceMs : undefined,
     };
     const result = await driver.advanceSeries(command);
     if (!result.applied) return;
+    if (result.orphaned) {
+      this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} is declared by no running instance any more (for ${this.options.recurringOrphanGraceMs} ms); removed (orphan policy 'remove')`);
+      this.events.emit(() => ({ type: 'cancelled', topic, key }));
+      return;
+    }
     const { events } = this;
     if (plan.missed > 0) {
       this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)}: ${plan.missed} occurrence(s) missed (policy ${state.missed.kind})`);
@@ -87,6 +99,10 @@ export class RecurringTicker {
     if (result.skipped.length > 0) events.emit(() => ({ type: 'recurringSkipped', topic, key, size: result.skipped.length }));
     for (const cancelled of result.cancelled) events.emit(() => ({ type: 'cancelled', topic, key: cancelled }));
     if (plan.next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
+  }
+
+  private declaresItself(topic: string, key: string): boolean {
+    return this.registry.get(topic)?.recurring?.declared?.key === key;
   }
 
   private recurrence(spec: NormalizedRecurrence): NextOccurrence {

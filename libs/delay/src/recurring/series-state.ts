@@ -26,6 +26,8 @@ export interface SeriesState {
   readonly paused: boolean;
   /** Declared by @Recurring. */
   readonly declared: boolean;
+  /** Of a declared schedule: 'keep' when it must not be removed once no instance declares it (absent: 'remove'). */
+  readonly orphan?: 'keep';
 }
 
 /** The stored recurrence back in the form compileRecurrence and users read. */

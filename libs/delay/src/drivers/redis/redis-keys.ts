@@ -30,6 +30,10 @@ export interface TopicKeys {
   readonly series: string;
   /** ZSET: the recurring ticks among `due`, same scores, so a claim takes them without a handler slot. */
   readonly ticks: string;
+  /** HASH recurring series key → its last run (lua/include/series-run.lua), written by the outcome scripts. */
+  readonly runs: string;
+  /** HASH recurring series key → until when a running instance declares it in code (declare.lua). */
+  readonly declared: string;
 }
 
 export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1): TopicKeys {
@@ -47,6 +51,8 @@ export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1):
     paused: `${base}:paused`,
     series: `${base}:series`,
     ticks: `${base}:ticks`,
+    runs: `${base}:runs`,
+    declared: `${base}:declared`,
   };
 }
 

@@ -11,6 +11,7 @@ import { isBatchEnvelope, keyOfMember, parseEnvelope, parseItems } from './redis
 import { TopicKeys } from './redis-keys';
 import { ClaimBudget } from './redis-claim-budget';
 import { quoteInput } from '../../utils/quote-input';
+import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 
 /** Recurring ticks one claim takes besides its handler slots (claim.lua, KEYS[8]). */
 const TICKS_PER_CLAIM = 64;
@@ -71,7 +72,7 @@ export class RedisTopicConsumer {
   private failures = 0;
   /** The last claim could not take everything due: finishing runs claim more. */
   private backlog = false;
-  /** member, token pairs of completed runs waiting for the next ack flush. */
+  /** member, token, start time ('' unless a recurring occurrence) of completed runs waiting for the next ack flush. */
   private acks: string[] = [];
   private ackFlush: Promise<void> | undefined;
   private claimQueued = false;
@@ -237,6 +238,18 @@ export class RedisTopicConsumer {
     this.timer.armAt(Date.now() + this.clockSkew.value + delay);
   }
 
+  /**
+   * Runs going on here whose arming is gone (cancelled, re-armed): the
+   * consumer is told, so their handlers' signals fire. `members` come from a
+   * lease renewal that found their token changed, or from a cancel made here.
+   */
+  revoke(members: readonly string[]): void {
+    const { consumer } = this;
+    if (members.length === 0 || !consumer.revoke) return;
+    const gone = new Set(members);
+    for (const [delivery, member] of this.running) if (gone.has(member)) consumer.revoke(delivery.topic, delivery.key, delivery.token);
+  }
+
   /** [member, token, member, token, ...] of the runs going on, as the extend and release scripts take them. */
   memberTokenPairs(): string[] {
     return Array.from(this.running, ([delivery, member]) => [member, delivery.token]).flat();
@@ -295,9 +308,11 @@ export class RedisTopicConsumer {
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { keys } = this.settings;
     const what = `${quoteInput(this.settings.topic)} / ${quoteInput(delivery.key)}`;
-    if (outcome.kind === 'completed') return this.ack(member, delivery.token);
-    if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq], [member, delivery.token, outcome.delayMs, keys.wake], what);
-    return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex], [member, delivery.token, outcome.error, keys.itemsPrefix], what);
+    // An occurrence of a recurring schedule: the outcome script also records it as the schedule's last run.
+    const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? String(delivery.firedAt) : '';
+    if (outcome.kind === 'completed') return this.ack(member, delivery.token, startedAt);
+    if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq, keys.runs], [member, delivery.token, outcome.delayMs, keys.wake, startedAt], what);
+    return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex, keys.runs], [member, delivery.token, outcome.error, keys.itemsPrefix, startedAt], what);
   }
 
   /**
@@ -305,15 +320,15 @@ export class RedisTopicConsumer {
    * the same turn of the event loop: one script call, one round trip, for
    * all of them (a burst is otherwise bound by one write per action).
    */
-  private ack(member: string, token: string): Promise<void> {
-    this.acks.push(member, token);
+  private ack(member: string, token: string, startedAt: string): Promise<void> {
+    this.acks.push(member, token, startedAt);
     if (!this.ackFlush) {
       this.ackFlush = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
         const pairs = this.acks;
         this.acks = [];
         this.ackFlush = undefined;
         const { keys } = this.settings;
-        return this.record('complete', [keys.env, keys.active], [keys.itemsPrefix, ...pairs], `${pairs.length / 2} completed run(s) of ${quoteInput(this.settings.topic)}`);
+        return this.record('complete', [keys.env, keys.active, keys.runs], [keys.itemsPrefix, ...pairs], `${pairs.length / 3} completed run(s) of ${quoteInput(this.settings.topic)}`);
       });
     }
     return this.ackFlush;

@@ -4,6 +4,7 @@ import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
+  SeriesRunRecord,
   CollectCommand,
   CollectResult,
   DelayConsumer,
@@ -307,14 +308,56 @@ export class RedisDriver implements DelayDriver {
     const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
     const reply = await this.connection.write<Reply>(
       'advanceSeries',
-      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks],
-      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences],
+      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared],
+      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0],
     );
+    if (Number(reply[0]) === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
     if (Number(reply[0]) !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
     const created = Number(reply[1]);
     const skipped = Number(reply[2]);
     const members = reply.slice(4).map(String);
-    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled: members.slice(created + skipped) };
+    const cancelled = members.slice(created + skipped);
+    // A cancelled occurrence running here is told now; one running on another instance learns it at its next lease renewal.
+    if (cancelled.length > 0) for (const topicConsumer of this.consumers.values()) if (topicConsumer.topic === command.topic) topicConsumer.revoke(cancelled);
+    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled };
+  }
+
+  async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
+    if (keys.length === 0) return;
+    const view = this.layouts.writable(topic) ?? (await this.layouts.load(topic, true));
+    // Marked in every layout's shard of the key: a series armed under another shard count is advanced where it lives.
+    const byShard = new Map<string, string[]>();
+    for (const layout of view.all) {
+      for (const key of keys) {
+        const declared = layout.keysFor(key).declared;
+        byShard.set(declared, [...(byShard.get(declared) ?? []), key]);
+      }
+    }
+    await Promise.all(Array.from(byShard, ([declared, shardKeys]) => this.connection.write('declare', [declared], [forMs, ...shardKeys])));
+  }
+
+  async lastSeriesRuns(topic: string, keys: readonly string[]): Promise<ReadonlyArray<SeriesRunRecord | null>> {
+    if (keys.length === 0) return [];
+    const view = await this.view(topic);
+    const found = new Map<string, SeriesRunRecord>();
+    const byShard = new Map<string, string[]>();
+    for (const layout of view.all) {
+      for (const key of keys) {
+        const runs = layout.keysFor(key).runs;
+        byShard.set(runs, [...(byShard.get(runs) ?? []), key]);
+      }
+    }
+    await Promise.all(
+      Array.from(byShard, async ([runs, shardKeys]) => {
+        const reply = await this.connection.run<unknown[]>('seriesRuns', [runs], shardKeys);
+        shardKeys.forEach((key, n) => {
+          const record = typeof reply[n] === 'string' ? parseSeriesRun(reply[n] as string) : null;
+          const known = found.get(key);
+          if (record && (!known || record.at > known.at)) found.set(key, record);
+        });
+      }),
+    );
+    return keys.map((key) => found.get(key) ?? null);
   }
 
   health(): Promise<DriverHealth> {
@@ -503,9 +546,12 @@ export class RedisDriver implements DelayDriver {
       .filter((topicConsumer) => topicConsumer.holdsLeases)
       .map((topicConsumer) => {
         const keys = topicConsumer.keys;
-        return this.connection.run('extend', [keys.env, keys.active], [this.leaseMs, ...topicConsumer.leasePairs()]).catch((error: unknown) => {
-          this.logger.warn(`Could not renew leases: ${describeError(error)}`);
-        });
+        return this.connection
+          .run<unknown[]>('extend', [keys.env, keys.active], [this.leaseMs, ...topicConsumer.leasePairs()])
+          .then((lost) => topicConsumer.revoke(lost.map(String)))
+          .catch((error: unknown) => {
+            this.logger.warn(`Could not renew leases: ${describeError(error)}`);
+          });
       });
     await Promise.all(renewals);
   }
@@ -527,6 +573,14 @@ export class RedisDriver implements DelayDriver {
       });
     this.logger.warn(`Shutdown timed out: ${released} running action(s) of ${quoteInput(topicConsumer.topic)} handed back to Redis`);
   }
+}
+
+/** A series' last run as lua/include/series-run.lua stores it: "outcome|startedAt|attempt|at|occurrence key". */
+function parseSeriesRun(text: string): SeriesRunRecord | null {
+  const match = /^(succeeded|retrying|dead|skipped)\|(\d*)\|(\d+)\|(\d+)\|(.*)$/s.exec(text);
+  if (!match) return null;
+  const [, outcome, startedAt, attempt, at, occurrenceKey] = match;
+  return { outcome: outcome as SeriesRunRecord['outcome'], startedAt: startedAt === '' ? undefined : Number(startedAt), attempt: Number(attempt), at: Number(at), occurrenceKey };
 }
 
 /** Every shard of every known layout of a topic. */

@@ -7,6 +7,7 @@ import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
+  SeriesRunRecord,
   CollectCommand,
   CollectResult,
   DelayConsumer,
@@ -31,6 +32,8 @@ import { markSameTickWrappers } from '../same-tick-forms';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
 import { KeyIndex } from './key-index';
 import { TimingWheel } from './timing-wheel';
+import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
+import { inMicrotask } from '../../utils/in-microtask';
 import { quoteInput } from '../../utils/quote-input';
 
 export interface WheelDriverOptions {
@@ -72,6 +75,10 @@ class TopicState {
   readonly readyTicks = new ActionQueue();
   /** Of `running`, the ticks. */
   runningTicks = 0;
+  /** Recurring series key → its last run (recorded with the outcome of an occurrence, or a skip). */
+  readonly runs = new Map<string, SeriesRunRecord>();
+  /** Recurring series key → until when a running instance declares it in code (declareSeries). */
+  readonly declared = new Map<string, number>();
 
   constructor(
     readonly id: number,
@@ -381,6 +388,17 @@ export class WheelDriver implements SameTickDriver {
     if (!holds) return { applied: false, created: [], skipped: [], cancelled: [] };
     if (tick !== undefined && isBatch(arena.payloads[tick])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const now = this.clock.now();
+    if (command.orphanGraceMs !== undefined && command.orphanGraceMs > 0) {
+      const mark = state.declared.get(command.key);
+      if (mark === undefined) {
+        state.declared.set(command.key, now + command.orphanGraceMs);
+      } else if (mark < now) {
+        // No running instance declares it any more: removed, as a removeRecurring would.
+        if (tick !== undefined) this.cancelNow(command.topic, command.key);
+        this.forgetSeries(state, command.key);
+        return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
+      }
+    }
     // The series' previous occurrences still waiting or running (a cancelled or finished one has left the index).
     let alive: string[] = [];
     let waiting = false;
@@ -408,11 +426,11 @@ export class WheelDriver implements SameTickDriver {
       this.arm(state, occurrence.key, occurrence.payload, dueAt, undefined);
       created.push(occurrence.key);
     }
+    if (refused) state.runs.set(command.key, { outcome: 'skipped', occurrenceKey: skipped[skipped.length - 1], startedAt: undefined, attempt: 0, at: now });
     alive.push(...created);
     if (command.next === null) {
       if (tick !== undefined) this.cancelNow(command.topic, command.key);
-      state.series.delete(command.key);
-      state.ticks.delete(command.key);
+      this.forgetSeries(state, command.key);
     } else {
       if (command.next !== undefined) {
         state.ticks.add(command.key);
@@ -423,6 +441,26 @@ export class WheelDriver implements SameTickDriver {
       else state.series.delete(command.key);
     }
     return { applied: true, created, skipped, cancelled };
+  }
+
+  async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
+    this.assertOpen();
+    const state = this.topic(topic);
+    const until = this.clock.now() + forMs;
+    for (const key of keys) if ((state.declared.get(key) ?? -Infinity) < until) state.declared.set(key, until);
+  }
+
+  async lastSeriesRuns(topic: string, keys: readonly string[]): Promise<ReadonlyArray<SeriesRunRecord | null>> {
+    const state = this.topicStates.get(topic);
+    return keys.map((key) => state?.runs.get(key) ?? null);
+  }
+
+  /** A removed series: its tick is gone already; its bookkeeping goes too. */
+  private forgetSeries(state: TopicState, key: string): void {
+    state.series.delete(key);
+    state.ticks.delete(key);
+    state.runs.delete(key);
+    state.declared.delete(key);
   }
 
   async health(): Promise<DriverHealth> {
@@ -499,6 +537,14 @@ export class WheelDriver implements SameTickDriver {
   private orphan(state: TopicState, i: number): void {
     this.arena.where[i] = ORPHANED;
     state.orphans++;
+    const revoke = this.consumer?.revoke;
+    if (revoke) {
+      // Told after the step that orphaned it: an abort listener must not run inside a driver call.
+      const consumer = this.consumer as DelayConsumer;
+      const key = this.arena.keys[i] as string;
+      const token = String(this.arena.token[i]);
+      inMicrotask(() => revoke.call(consumer, state.name, key, token));
+    }
   }
 
   /** Due order (then key) for the ready queue, so a resumed topic starts with what fell due first. */
@@ -615,6 +661,13 @@ export class WheelDriver implements SameTickDriver {
     });
   }
 
+  private recordRun(state: TopicState, delivery: Delivery, outcome: DeliveryOutcome): void {
+    const cut = delivery.key.indexOf(SERIES_SEPARATOR);
+    if (cut < 0 || !state.ticks.has(delivery.key.slice(0, cut))) return;
+    const outcomeName = outcome.kind === 'completed' ? 'succeeded' : outcome.kind === 'retry' ? 'retrying' : 'dead';
+    state.runs.set(delivery.key.slice(0, cut), { outcome: outcomeName, occurrenceKey: delivery.key, startedAt: delivery.firedAt, attempt: delivery.attempt, at: this.clock.now() });
+  }
+
   private settle(state: TopicState, i: number, delivery: Delivery, outcome: DeliveryOutcome): void {
     const { arena } = this;
     // Cancelled or re-armed while running (arm() never reuses a running
@@ -624,6 +677,8 @@ export class WheelDriver implements SameTickDriver {
       arena.free(i);
       return;
     }
+    // An occurrence of a recurring series: its outcome is the series' last run.
+    if (state.ticks.size > 0) this.recordRun(state, delivery, outcome);
     const detached = state.detached.has(i);
     const release = (): void => {
       if (detached) state.detached.delete(i);

@@ -13,6 +13,11 @@ KEYS[5] series HASH   field = series key, value = keys of its occurrences that
                       may still be waiting or running, joined by "\31"
 KEYS[6] ticks ZSET    the series' ticks waiting in due, same score: claim.lua
                       takes them without a handler slot
+KEYS[7] runs HASH     the last run of each series (include/series-run.lua):
+                      an occurrence refused by the overlap policy is recorded
+                      as 'skipped'
+KEYS[8] declared HASH field = series key, value = until when (ms) a running
+                      instance declares it in code (declare.lua)
 
 ARGV[1] series key
 ARGV[2] 'token', 'payload' or 'absent': what must hold for anything to change
@@ -24,15 +29,20 @@ ARGV[7] the tick's payload
 ARGV[8] wake channel
 ARGV[9] how many occurrences follow, then per occurrence 4 values:
         key, 'delay' or 'at', ms, payload ('' for none)
+then    the orphan grace, ms (0: no check). With one, a series no instance
+        declares any more (its mark in `declared` has passed) is removed instead
+        of advanced; a series without a mark gets one, that far ahead.
 
-Returns {0} when the condition did not hold (nothing changed), else
-{1, created, skipped, cancelled, key...}: the counts, then the keys of the
-created, skipped and cancelled occurrences in that order.
+Returns {0} when the condition did not hold (nothing changed), {2} when the
+series was removed as an orphan, else {1, created, skipped, cancelled, key...}:
+the counts, then the keys of the created, skipped and cancelled occurrences in
+that order.
 Time is the Redis server's (TIME).
 ]]
 --@include clock
 --@include encoding
 --@include token
+--@include series-run
 local now, micros = serverTime()
 local key = ARGV[1]
 
@@ -46,6 +56,28 @@ else
     if token ~= ARGV[3] or not redis.call('ZSCORE', KEYS[3], key) then return {0} end
   elseif payload ~= ARGV[3] then
     return {0}
+  end
+end
+
+local function removeSeries()
+  redis.call('HDEL', KEYS[2], key)
+  redis.call('ZREM', KEYS[1], key)
+  redis.call('ZREM', KEYS[3], key)
+  redis.call('HDEL', KEYS[5], key)
+  redis.call('ZREM', KEYS[6], key)
+  redis.call('HDEL', KEYS[7], key)
+  redis.call('HDEL', KEYS[8], key)
+end
+
+local count = tonumber(ARGV[9])
+local grace = tonumber(ARGV[10 + count * 4] or '0')
+if grace > 0 then
+  local mark = tonumber(redis.call('HGET', KEYS[8], key) or '')
+  if not mark then
+    redis.call('HSET', KEYS[8], key, string.format('%d', now + grace))
+  elseif mark < now then
+    removeSeries()
+    return {2}
   end
 end
 
@@ -67,7 +99,6 @@ if listed and listed ~= '' then
   end
 end
 
-local count = tonumber(ARGV[9])
 local overlap = ARGV[4]
 local refused = count > 0 and ((overlap == 'skip' and #alive > 0) or (overlap == 'bufferOne' and waiting))
 local cancelled = {}
@@ -97,14 +128,11 @@ for n = 0, count - 1 do
     alive[#alive + 1] = member
   end
 end
+if refused then recordSeriesRun(KEYS[7], skipped[#skipped], 'skipped', '', 0, now) end
 
 local nextKind = ARGV[5]
 if nextKind == 'remove' then
-  redis.call('HDEL', KEYS[2], key)
-  redis.call('ZREM', KEYS[1], key)
-  redis.call('ZREM', KEYS[3], key)
-  redis.call('HDEL', KEYS[5], key)
-  redis.call('ZREM', KEYS[6], key)
+  removeSeries()
 else
   if nextKind ~= 'keep' then
     local dueAt = dueOf(nextKind, ARGV[6])

@@ -7,16 +7,19 @@ KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
 KEYS[4] seq STRING   the last arming token minted (include/token.lua)
+KEYS[5] runs HASH    the last run of each recurring schedule (include/series-run.lua)
 ARGV[1] key
 ARGV[2] token of the run
 ARGV[3] backoff, ms
 ARGV[4] wake channel
+ARGV[5] when the run started (ms), '' unless the key is a recurring occurrence's
 
 Returns 1 if re-queued, 0 if the token no longer matches.
 ]]
 --@include clock
 --@include encoding
 --@include token
+--@include series-run
 local now = serverNow()
 local key = ARGV[1]
 local envelope = redis.call('HGET', KEYS[2], key)
@@ -30,4 +33,5 @@ redis.call('ZREM', KEYS[3], key)
 redis.call('ZADD', KEYS[1], dueAt, key)
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
 if head[1] == key then redis.call('PUBLISH', ARGV[4], string.format('%d', dueAt)) end
+if (ARGV[5] or '') ~= '' then recordSeriesRun(KEYS[5], key, 'retrying', ARGV[5], attempt, now) end
 return 1
