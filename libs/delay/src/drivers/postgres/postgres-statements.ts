@@ -154,8 +154,9 @@ export function postgresStatements(schema: string): PostgresStatements {
       FROM unnest($1::text[]) AS t(topic)`,
     now: `SELECT ${s}.clock_ms(false) AS now_ms`,
     // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
-    // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads (see advance_series in the migrations)
-    advanceSeries: `SELECT status, created, skipped, cancelled, soonest, now_ms FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text,
-      $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[])`,
+    // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads (see advance_series in the migrations), $13 in a transaction.
+    // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own.
+    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($13::boolean) AS guard
+      FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[]) r`,
   };
 }

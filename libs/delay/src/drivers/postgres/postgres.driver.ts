@@ -138,9 +138,12 @@ export class PostgresDriver implements DelayDriver {
     return { topic, key, payload: nullable(row.payload), dueAt, attempt: int(row.attempt), state: 'waiting' };
   }
 
-  async get(topic: string, key: string): Promise<StoredAction | null> {
+  async get(topic: string, key: string, transaction?: DriverTransaction): Promise<StoredAction | null> {
     if (hasNul(key)) return null;
-    const rows = await this.order.run([writeId(topic, key)], () => this.connection.query(this.sql.get, [topic, key]));
+    // In the caller's transaction the read sees what that transaction wrote, and nothing waits for the pool's writes.
+    const rows = transaction
+      ? await this.connection.inTransaction(transaction, this.sql.get, [topic, key])
+      : await this.order.run([writeId(topic, key)], () => this.connection.query(this.sql.get, [topic, key]));
     return rows.length === 0 ? null : toStoredAction(topic, rows[0]);
   }
 
@@ -269,7 +272,8 @@ export class PostgresDriver implements DelayDriver {
   /**
    * The one atomic step of a recurring series: one call of the schema's
    * advance_series function (see its comment in the migrations), after this
-   * driver's earlier writes to the series key.
+   * driver's earlier writes to the series key, or inside the caller's
+   * transaction when the command carries one.
    */
   async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
     const { topic, key, expect, next } = command;
@@ -281,22 +285,21 @@ export class PostgresDriver implements DelayDriver {
     const [nextKind, nextValue, nextPayload] =
       next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
     const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
-    const rows = await this.order.run([writeId(topic, key)], () =>
-      this.connection.query(this.sql.advanceSeries, [
-        topic,
-        key,
-        expectKind,
-        expectValue,
-        command.overlap,
-        nextKind,
-        nextValue,
-        nextPayload,
-        command.occurrences.map((occurrence) => occurrence.key),
-        dues.map(([absolute]) => absolute),
-        dues.map(([, value]) => value),
-        command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
-      ]),
-    );
+    const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (inTx) => [
+      topic,
+      key,
+      expectKind,
+      expectValue,
+      command.overlap,
+      nextKind,
+      nextValue,
+      nextPayload,
+      command.occurrences.map((occurrence) => occurrence.key),
+      dues.map(([absolute]) => absolute),
+      dues.map(([, value]) => value),
+      command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
+      inTx,
+    ]);
     const row = rows[0];
     this.sawNow(row.now_ms);
     const status = int(row.status);
@@ -304,7 +307,8 @@ export class PostgresDriver implements DelayDriver {
     if (status !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
     // This instance's consumer need not wait for a notification: a re-armed tick that is not the topic's
     // earliest due time notifies no one, and a consumer whose slots are all busy sleeps until its next tick.
-    if (row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
+    // In the caller's transaction, the notification (sent at its commit, none at a rollback) is the only wake-up.
+    if (!command.transaction && row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
     return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled: texts(row.cancelled) };
   }
 
