@@ -34,7 +34,7 @@ import { PostgresSchema } from './postgres-schema';
 import { postgresStatements, PostgresStatements } from './postgres-statements';
 import { PostgresTopicConsumer } from './postgres-topic-consumer';
 import { PostgresWakeListener, WakeHandler } from './postgres-wake-listener';
-import { PostgresScheduleGatherer, ScheduleEntry } from './postgres-schedule-gatherer';
+import { PostgresWriteGatherer, ScheduleEntry } from './postgres-write-gatherer';
 import { WriteOrder, writeId } from './postgres-write-order';
 
 /** How long health waits for the database before calling it down. */
@@ -71,7 +71,7 @@ export class PostgresDriver implements DelayDriver {
   private readonly inFlight = new InFlightTracker();
   private readonly clockSkew = { value: 0 };
   private readonly order = new WriteOrder();
-  private readonly gatherer: PostgresScheduleGatherer;
+  private readonly gatherer: PostgresWriteGatherer;
   private listener: PostgresWakeListener | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private renewing = false;
@@ -81,9 +81,12 @@ export class PostgresDriver implements DelayDriver {
     this.schema = config.schema ?? POSTGRES_DEFAULT_SCHEMA;
     const commandTimeoutMs = parseDuration(config.commandTimeout ?? '5s');
     this.connection = new PostgresConnection({ connectionString: config.connectionString, pool: config.pool, commandTimeoutMs, pooler });
-    this.gatherer = new PostgresScheduleGatherer(
+    this.gatherer = new PostgresWriteGatherer(
       this.order,
-      (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.query(this.sql.schedule, params(false))),
+      {
+        schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.query(this.sql.schedule, params(false))),
+        cancel: async (topic, keys) => (await this.connection.query(this.sql.cancelEach, [topic, keys])).map((row) => int(row.removed) > 0),
+      },
       commandTimeoutMs,
     );
     this.sql = postgresStatements(this.schema);
@@ -123,6 +126,8 @@ export class PostgresDriver implements DelayDriver {
 
   async cancel(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
     if (hasNul(key)) return false;
+    // Autocommit: the cancels of this tick for this topic share one statement and one commit.
+    if (!transaction) return this.gatherer.cancel(topic, key);
     const rows = await this.write(topic, [key], transaction, this.sql.cancel, (inTx) => [topic, key, inTx]);
     return int(rows[0].removed) > 0;
   }

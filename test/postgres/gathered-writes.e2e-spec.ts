@@ -1,5 +1,5 @@
-// The postgres driver gathers the autocommit `schedule` calls of one tick for
-// one topic into one statement. These tests make calls without awaiting
+// The postgres driver gathers the autocommit `schedule` calls, and the
+// `cancel` calls, of one tick for one topic into one statement. These tests make calls without awaiting
 // them in between, so they share a tick, and check that each caller still
 // gets exactly what it would have got alone, in the order the calls were
 // made: its own result, its own refusal, the same error on a lost
@@ -44,7 +44,7 @@ function brief(settled: Outcome): string {
   return `${settled.result.outcome} ${settled.result.action.payload ?? '-'}`;
 }
 
-describe('postgres: schedule calls of one tick share one statement', () => {
+describe('postgres: schedule and cancel calls of one tick share one statement', () => {
   let server: TestPostgresServer;
   let proxy: TcpFaultProxy | undefined;
   const drivers: PostgresDriver[] = [];
@@ -83,7 +83,7 @@ describe('postgres: schedule calls of one tick share one statement', () => {
     return Number(rows[0].n);
   }
 
-  it('calls of one tick are one transaction; each gets its own result', async () => {
+  it('schedule calls of one tick are one transaction; each gets its own result', async () => {
     const pg = await driver();
     const keys = Array.from({ length: 50 }, (_, n) => `k${n}`);
     const results = await Promise.all(keys.map((key, n) => pg.schedule(command(key, { payload: `"p${n}"`, due: { delayMs: 60_000 + n } }))));
@@ -149,6 +149,30 @@ describe('postgres: schedule calls of one tick share one statement', () => {
     expect(await pg.count(TOPIC)).toBe(3);
     // A lone call's refusal is its own, as before.
     await expect(pg.schedule(command('batch'))).rejects.toMatchObject({ code: 'ERR_DELAY_KIND_CONFLICT' });
+  });
+
+  it('cancels of one tick share one statement; each gets its own answer, a key given twice is removed by the first', async () => {
+    const pg = await driver();
+    await Promise.all(['a', 'b', 'locked'].map((key) => pg.schedule(command(key))));
+    // A closed batch (maxItems reached) that has not started: cancel(key) reaches it, as it reaches a single action.
+    await pg.collect({ topic: TOPIC, key: 'full', item: '1', windowMs: 60_000, maxWaitMs: undefined, slide: false, maxItems: 1 });
+    const blocker = new Client({ connectionString: server.url });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'locked' FOR UPDATE`);
+      const settled: string[] = [];
+      const calls = ['a', 'missing', 'locked', 'a', 'full', 'b'].map((key, n) => pg.cancel(TOPIC, key).then((removed) => settled.push(`${n} ${key} ${removed}`)));
+      await sleep(300);
+      // One statement: the cancels of keys nobody holds wait with the one that waits for the lock.
+      expect(settled).toEqual([]);
+      await blocker.query('ROLLBACK');
+      await Promise.all(calls);
+      expect(settled.sort()).toEqual(['0 a true', '1 missing false', '2 locked true', '3 a false', '4 full true', '5 b true']);
+    } finally {
+      await blocker.end();
+    }
+    expect(await pg.count(TOPIC)).toBe(0);
   });
 
   it('topics and maxPast values apart go in statements of their own, each call still answered', async () => {
