@@ -7,7 +7,8 @@
 // topic's earliest due time moves earlier.
 import { Client } from 'pg';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
-import { DueSpec, IfExists, ScheduleCommand, ScheduleResult } from '../../libs/delay/src/interfaces/delay-driver.interface';
+import { DueSpec, ScheduleCommand, ScheduleResult } from '../../libs/delay/src/interfaces/delay-driver.interface';
+import { IfExists } from '../../libs/delay/src/interfaces/schedule-options.interface';
 import { pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
 import { TcpFaultProxy } from './support/tcp-fault-proxy';
