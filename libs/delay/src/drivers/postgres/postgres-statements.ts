@@ -12,6 +12,7 @@ export interface PostgresStatements {
   readonly reschedule: string;
   readonly collect: string;
   readonly cancel: string;
+  readonly cancelEach: string;
   readonly get: string;
   readonly list: string;
   readonly count: string;
@@ -50,6 +51,12 @@ export function postgresStatements(schema: string): PostgresStatements {
     // The clock is read last, after the delete: its guard refuses (and so undoes) a delete that would commit on its own.
     cancel: `WITH gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND (a.member = $2::text OR (a.key = $2::text AND a.cancel_by_key)) RETURNING 1)
       SELECT (SELECT count(*) FROM gone)::integer AS removed, ${s}.clock_ms($3::boolean) AS now_ms`,
+    // Autocommit cancels of one tick, $2 the keys in call order: per call, how many rows it removed. A row goes to the
+    // first call that reaches it, as when the calls run one after the other (a key given twice: the second finds nothing).
+    cancelEach: `WITH k AS (SELECT u.key, u.n FROM unnest($2::text[]) WITH ORDINALITY AS u(key, n)),
+      gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND (a.member = ANY($2::text[]) OR (a.key = ANY($2::text[]) AND a.cancel_by_key))
+        RETURNING (SELECT min(k.n) FROM k WHERE a.member = k.key OR (a.key = k.key AND a.cancel_by_key)) AS n)
+      SELECT (SELECT count(*) FROM gone g WHERE g.n = k.n)::integer AS removed FROM k ORDER BY k.n`,
     get: `SELECT ${ACTION_COLUMNS}, ${paused} AS paused FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text`,
     // A listing shows a batch's first LISTED_BATCH_ITEMS items and its size, not the whole array.
     list: `SELECT ${ACTION_COLUMNS.replace('a.items', `a.items[1:${LISTED_BATCH_ITEMS}] AS items, cardinality(a.items) AS size`)}, ${paused} AS paused
