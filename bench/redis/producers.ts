@@ -36,7 +36,8 @@ export class DelayProducer implements Producer {
   private constructor(
     readonly label: string,
     private readonly app: INestApplicationContext,
-    private readonly service: DelayService,
+    /** The application's DelayService, for benches that call more of it (the recurring bench). */
+    readonly service: DelayService,
     private readonly ownClient: Redis | undefined,
   ) {}
 

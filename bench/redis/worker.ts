@@ -7,13 +7,14 @@ import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { DelayModule, OnDelayExpired } from 'nestjs-delay';
 import type { DelayContext } from 'nestjs-delay';
 import { QUEUE, TOPIC } from './protocol';
-import type { BenchPayload, ParentMessage, WorkerConfig, WorkerMessage, WorkerReport } from './protocol';
+import type { BenchPayload, WorkerConfig } from './protocol';
+import { Recorder } from './recorder';
+import { serveWorker } from './serve-worker';
 
 function readConfig(): WorkerConfig {
   const text = process.argv[2];
@@ -22,53 +23,6 @@ function readConfig(): WorkerConfig {
 }
 
 const config = readConfig();
-
-function send(message: WorkerMessage): void {
-  process.send?.(message);
-}
-
-const LOOP_RESOLUTION_MS = 10;
-
-class Recorder {
-  private readonly keys: string[] = [];
-  private readonly dueAt: number[] = [];
-  private readonly start: number[] = [];
-  private readonly end: number[] = [];
-  private cpuAtReady = process.cpuUsage();
-  private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
-
-  get done(): number {
-    return this.end.length;
-  }
-
-  ready(): void {
-    this.cpuAtReady = process.cpuUsage();
-    this.loopDelay.enable();
-  }
-
-  /** The handler's whole work: note when it started and ended. */
-  run(key: string, dueAt: number): void {
-    this.start.push(Date.now());
-    this.keys.push(key);
-    this.dueAt.push(dueAt);
-    this.end.push(Date.now());
-  }
-
-  report(): WorkerReport {
-    const cpu = process.cpuUsage(this.cpuAtReady);
-    // The histogram records whole intervals of its 10 ms timer: what is beyond 10 ms is lag.
-    const ms = (nanoseconds: number): number => Math.max(0, nanoseconds / 1e6 - LOOP_RESOLUTION_MS);
-    const { loopDelay } = this;
-    return {
-      keys: this.keys,
-      dueAt: this.dueAt,
-      start: this.start,
-      end: this.end,
-      cpuMicros: cpu.user + cpu.system,
-      loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
-    };
-  }
-}
 
 const recorder = new Recorder();
 
@@ -112,28 +66,4 @@ async function startBullmq(): Promise<() => Promise<void>> {
   return () => worker.close();
 }
 
-async function main(): Promise<void> {
-  const stop = config.kind === 'delay' ? await startDelay() : await startBullmq();
-  recorder.ready();
-  let lastDone = -1;
-  const progress = setInterval(() => {
-    if (recorder.done !== lastDone) {
-      lastDone = recorder.done;
-      send({ type: 'progress', done: lastDone });
-    }
-  }, 50);
-  process.on('message', (message: ParentMessage) => {
-    if (message.type === 'report') {
-      send({ type: 'report', report: recorder.report() });
-    } else {
-      clearInterval(progress);
-      void stop().finally(() => process.exit(0));
-    }
-  });
-  send({ type: 'ready' });
-}
-
-main().catch((error: unknown) => {
-  send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-  process.exit(1);
-});
+serveWorker(recorder, config.kind === 'delay' ? startDelay : startBullmq);

@@ -245,6 +245,8 @@ describe.each(conformanceDrivers())('conformance: handlers on the $name driver',
 
     events.length = 0;
     t.probe.when(TOPIC.retry, 'bad', () => undefined);
+    // The dead event is published as the driver is told, so on a store the action is filed a moment later.
+    await fx.waitFor(async () => (await t.delay.countDead(TOPIC.retry)) === 1, 'the dead action filed', fx.latenessMs);
     expect(await t.delay.redrive(TOPIC.retry, 'bad')).toBe(true);
     await fx.waitFor(() => events.some((event) => event.type === 'completed'), 'the re-driven run', fx.latenessMs);
     await t.delay.schedule(TOPIC.retry, 'bad', { delay: 60_000 });

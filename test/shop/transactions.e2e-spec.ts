@@ -1,3 +1,7 @@
+import { DelayService } from 'nestjs-delay';
+import { DigestSchedules } from '../../apps/shop/src/merchants/digest-schedules';
+import { MERCHANT_DIGEST } from '../../apps/shop/src/merchants/merchant-topics';
+import { MerchantsRepository } from '../../apps/shop/src/merchants/merchants.repository';
 import { Order } from '../../apps/shop/src/orders/order';
 import { OrderEventType } from '../../apps/shop/src/orders/order-event';
 import { OrderEventBus } from '../../apps/shop/src/orders/order-event.bus';
@@ -12,7 +16,8 @@ import { ADMIN_API, TEST_ADMIN_TOKEN } from './shop-test-app';
  * timer were written. On the postgres driver the timer was written in the
  * change's transaction and rolls back with it; the wheel and Redis drivers
  * write it on their own, so it stays done: the dual write the README warns
- * about. Asserted for each, so the difference is on record.
+ * about. Asserted for each, so the difference is on record. The same for a
+ * merchant's digest schedule, with the failure injected after its write.
  */
 describe.each(SHOP_DRIVERS)('One transaction (e2e) on the %s driver: a change that fails after its timer was written', (driver) => {
   const fixture = useShopFixture(driver);
@@ -78,6 +83,27 @@ describe.each(SHOP_DRIVERS)('One transaction (e2e) on the %s driver: a change th
     expect(cancelled).toMatchObject({ status: 'cancelled', cancelReason: 'unpaid' });
     shop.time.expectOnTime(cancelled.cancelledAt, dueAt);
     expect(await stockOf('green-tea')).toBe(20);
+  });
+
+  it(`a merchant whose creation fails after its digest schedule was written leaves no merchant and ${atomic ? 'no schedule' : 'an orphan schedule (whose digests skip a merchant that does not exist)'}`, async () => {
+    const schedules = shop.app.get(DigestSchedules);
+    const upsert = schedules.upsert.bind(schedules);
+    // The failure comes after the schedule write, in the same @Transactional() method (as any later step of the creation could fail).
+    const injected = jest.spyOn(schedules, 'upsert').mockImplementationOnce(async (merchant) => {
+      expect(await upsert(merchant)).not.toBeNull();
+      throw new Error('injected failure after the schedule write');
+    });
+    await shop.http.post('/api/admin/merchants').set(ADMIN_API).send({ id: 'ghost', name: 'Ghost Teas', timeZone: 'Asia/Tokyo' }).expect(500);
+    expect(injected).toHaveBeenCalledTimes(1);
+
+    expect(await shop.app.get(MerchantsRepository).findById('ghost')).toBeUndefined();
+    const delay = shop.app.get(DelayService);
+    expect(await delay.getRecurring(MERCHANT_DIGEST, 'ghost')).toEqual(atomic ? null : expect.objectContaining({ key: 'ghost', payload: { timeZone: 'Asia/Tokyo' } }));
+    expect((await delay.list(MERCHANT_DIGEST)).items.filter((action) => action.key.startsWith('ghost'))).toHaveLength(atomic ? 0 : 1);
+    // The same merchant, created again without the failure, gets its row and its schedule.
+    await shop.http.post('/api/admin/merchants').set(ADMIN_API).send({ id: 'ghost', name: 'Ghost Teas', timeZone: 'Asia/Tokyo' }).expect(201);
+    expect(await shop.app.get(MerchantsRepository).findById('ghost')).toMatchObject({ timeZone: 'Asia/Tokyo' });
+    expect(await delay.getRecurring(MERCHANT_DIGEST, 'ghost')).toMatchObject({ key: 'ghost', payload: { timeZone: 'Asia/Tokyo' } });
   });
 });
 

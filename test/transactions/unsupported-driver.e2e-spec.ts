@@ -53,6 +53,26 @@ describe.each([new WheelFixture(), new RedisFixture()] as DriverFixture[])('a tr
     expect(await delay.get(TOPIC, 'batch-1')).toBeNull();
   });
 
+  it('every recurring write refuses it with TransactionNotSupportedError and changes nothing', async () => {
+    const DIGEST = 'merchant.digest';
+    await delay.upsertRecurring(DIGEST, 'm-1', { every: '1h', payload: { n: 1 } });
+    const before = await delay.getRecurring(DIGEST, 'm-1');
+    const calls: Array<(transaction: unknown) => Promise<unknown>> = [
+      (transaction) => delay.upsertRecurring(DIGEST, 'm-1', { every: '2h', payload: { n: 2 }, transaction }),
+      (transaction) => delay.upsertRecurring(DIGEST, 'm-2', { every: '2h', transaction }),
+      (transaction) => delay.pauseRecurring(DIGEST, 'm-1', { transaction }),
+      (transaction) => delay.runRecurringNow(DIGEST, 'm-1', { transaction }),
+      (transaction) => delay.removeRecurring(DIGEST, 'm-1', { transaction }),
+    ];
+    for (const call of calls) await expect(call(pgLikeClient)).rejects.toMatchObject({ code: 'ERR_DELAY_TRANSACTION_NOT_SUPPORTED' });
+    await delay.pauseRecurring(DIGEST, 'm-1');
+    await expect(delay.resumeRecurring(DIGEST, 'm-1', { transaction: pgLikeClient })).rejects.toBeInstanceOf(TransactionNotSupportedError);
+    expect(await delay.getRecurring(DIGEST, 'm-1')).toEqual({ ...before, paused: true, nextRunAt: null });
+    expect(await delay.getRecurring(DIGEST, 'm-2')).toBeNull();
+    expect(await delay.listRecurring(DIGEST)).toHaveLength(1);
+    expect(await delay.removeRecurring(DIGEST, 'm-1', { transaction: null })).toBe(true);
+  });
+
   it('null and undefined mean "no transaction": the write happens on its own', async () => {
     await delay.schedule(TOPIC, 'o-3', { delay: '1m', transaction: null });
     expect(await delay.cancel(TOPIC, 'o-3', { transaction: undefined })).toBe(true);

@@ -14,6 +14,7 @@ import { DelayDriver, ScheduleCommand, ScheduleResult, StoredAction, StoredDeadA
 import { DelayEvent } from './interfaces/delay-event.interface';
 import { DeadAction, Page, PageRequest, PendingAction } from './interfaces/pending-action.interface';
 import { BatchStatus, CollectOptions, RescheduleOptions, ScheduleEntry, ScheduleOptions, WriteOptions } from './interfaces/schedule-options.interface';
+import { DriverTransaction } from './interfaces/delay-transaction.interface';
 import { TransactionBinder } from './transactions/transaction-binder';
 import {
   toCollectSpec,
@@ -316,18 +317,23 @@ export class DelayService {
    * time zone (`{ cron, timeZone }`) or an interval (`{ every }`), with its
    * policies (`missed`, `overlap`, `jitter`) and the `payload` its occurrences
    * carry. Each occurrence runs once across every instance sharing the store.
-   * A changed recurrence applies from its next occurrence after now.
+   * A changed recurrence applies from its next occurrence after now. With
+   * `transaction` (postgres driver), the schedule is written, or changed,
+   * only if that transaction of yours commits; the other recurring writes
+   * take it as their last argument.
    */
-  async upsertRecurring<TPayload = unknown>(topic: string, key: string, options: RecurringOptions<TPayload>): Promise<RecurringSchedule<TPayload>> {
+  async upsertRecurring<TPayload = unknown>(topic: string, key: string, options: RecurringOptions<TPayload> & WriteOptions): Promise<RecurringSchedule<TPayload>> {
     const schedules = this.recurringFor(topic);
-    const schedule = await schedules.upsert(topic, key, options);
+    const [recurring, given] = splitTransaction(options);
+    const schedule = await schedules.upsert(topic, key, recurring, undefined, this.transactions.bind(given));
     this.events.emit(() => ({ type: 'scheduled', topic, key, dueAt: schedule.nextRunAt ?? undefined }));
     return schedule;
   }
 
   /** Removes the schedule; occurrences already due still run. True if there was one. */
-  async removeRecurring(topic: string, key: string): Promise<boolean> {
-    const removed = await this.recurringFor(topic).remove(topic, key);
+  async removeRecurring(topic: string, key: string, options?: WriteOptions): Promise<boolean> {
+    const schedules = this.recurringFor(topic);
+    const removed = await schedules.remove(topic, key, this.bindWrite(options));
     if (removed) this.events.emit(() => ({ type: 'cancelled', topic, key }));
     return removed;
   }
@@ -342,21 +348,29 @@ export class DelayService {
   }
 
   /** Stops the schedule firing (on every instance) until resumeRecurring; its missed-run policy applies then. True if it was not paused. */
-  async pauseRecurring(topic: string, key: string): Promise<boolean> {
-    const paused = await this.recurringFor(topic).pause(topic, key);
+  async pauseRecurring(topic: string, key: string, options?: WriteOptions): Promise<boolean> {
+    const schedules = this.recurringFor(topic);
+    const paused = await schedules.pause(topic, key, this.bindWrite(options));
     if (paused) this.events.emit(() => ({ type: 'paused', topic, key }));
     return paused;
   }
 
-  async resumeRecurring(topic: string, key: string): Promise<boolean> {
-    const resumed = await this.recurringFor(topic).resume(topic, key);
+  async resumeRecurring(topic: string, key: string, options?: WriteOptions): Promise<boolean> {
+    const schedules = this.recurringFor(topic);
+    const resumed = await schedules.resume(topic, key, this.bindWrite(options));
     if (resumed) this.events.emit(() => ({ type: 'resumed', topic, key }));
     return resumed;
   }
 
   /** Runs one extra occurrence now, without moving the schedule's cadence. False if there is no such schedule. */
-  async runRecurringNow(topic: string, key: string): Promise<boolean> {
-    return this.recurringFor(topic).runNow(topic, key);
+  async runRecurringNow(topic: string, key: string, options?: WriteOptions): Promise<boolean> {
+    const schedules = this.recurringFor(topic);
+    return schedules.runNow(topic, key, this.bindWrite(options));
+  }
+
+  /** The transaction of a write whose options are optional (`cancel`, the recurring writes): given, ambient or none. */
+  private bindWrite(options: WriteOptions | undefined): DriverTransaction | undefined {
+    return this.transactions.bind(options === undefined ? undefined : writeOptions(options).transaction);
   }
 
   private recurringFor(topic: string): RecurringSchedules {
@@ -410,6 +424,17 @@ const MAX_SCHEDULE_MANY = 1000;
 
 const OPTIONS_REQUIRED = 'options are required, e.g. { delay: "30m" }';
 const ENTRY_TRANSACTION = 'a scheduleMany entry cannot carry a transaction: pass it once, as scheduleMany(topic, entries, { transaction })';
+
+/**
+ * upsertRecurring's options without `transaction` (the schedule's own
+ * options refuse a field they do not know), and the transaction. Options
+ * that are no object go on as they are, for the schedule's check to refuse.
+ */
+function splitTransaction<T extends object>(options: T & WriteOptions): [T, unknown] {
+  if (typeof options !== 'object' || options === null || !('transaction' in options)) return [options, undefined];
+  const { transaction, ...rest } = options;
+  return [rest as T, transaction];
+}
 
 /** The options object of a write, refused (before anything is written) when it is not one. */
 function writeOptions(options: unknown): WriteOptions {

@@ -40,7 +40,11 @@ export class DigestSchedules implements OnApplicationBootstrap {
     this.logger.log(`Daily digests scheduled at 09:00 local time for ${merchants.length} merchant(s)`);
   }
 
-  /** Creates the merchant's schedule or moves it to its (new) zone; null when the driver has no recurring actions. */
+  /**
+   * Creates the merchant's schedule or moves it to its (new) zone; null when
+   * the driver has no recurring actions. Called in a `@Transactional()`
+   * method on the postgres driver, it joins that transaction (the ambient one).
+   */
   async upsert(merchant: Merchant): Promise<RecurringSchedule<DigestSchedulePayload> | null> {
     if (!(await this.isSupported())) return null;
     return this.delay.upsertRecurring<DigestSchedulePayload>(MERCHANT_DIGEST, merchant.id, {

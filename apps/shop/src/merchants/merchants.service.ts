@@ -18,14 +18,14 @@ export interface CreateMerchant {
 
 /**
  * Merchants and their zones. A merchant's row and its digest schedule are
- * written in one `@Transactional()` method, the schedule last: a zone the
- * library refuses (UnknownTimeZoneError) or a failed schedule write rolls
- * the row back, so a merchant never keeps a zone its schedule does not
- * have. The library writes a recurring schedule on its own connection, not
- * in the caller's transaction (on every driver, postgres included), so the
- * schedule is written just before the row commits; should that commit
- * fail, the digest handler skips a merchant that does not exist, and the
- * next start puts every schedule back in its merchant's zone
+ * written in one `@Transactional()` method. On the postgres driver the
+ * schedule write joins that transaction (the ambient one), so the two
+ * commit or roll back together: a zone the library refuses
+ * (UnknownTimeZoneError), a failed schedule write or any failure after it
+ * leaves neither. The Redis and wheel drivers write the schedule on their
+ * own: it is written last, just before the row commits, and should that
+ * commit fail, the digest handler skips a merchant that does not exist and
+ * the next start puts every schedule back in its merchant's zone
  * (DigestSchedules).
  */
 @Injectable()

@@ -18,7 +18,8 @@ export interface DelayDriver {
   /**
    * True when the driver's writes can join the caller's database transaction
    * (schedule, scheduleMany, reschedule, cancel and collect then take a
-   * `transaction`). DelayService refuses a transaction for any other driver.
+   * `transaction`, and so do the recurring writes: `get` and `advanceSeries`).
+   * DelayService refuses a transaction for any other driver.
    */
   readonly supportsTransactions?: boolean;
 
@@ -29,7 +30,12 @@ export interface DelayDriver {
   cancel(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean>;
   /** Moves an existing action, keeping its payload. Null if there is none. */
   reschedule(command: RescheduleCommand): Promise<StoredAction | null>;
-  get(topic: string, key: string): Promise<StoredAction | null>;
+  /**
+   * With `transaction` (only given to a driver that supportsTransactions),
+   * read inside it: a recurring write reads its schedule there before its
+   * conditioned advanceSeries, and must see the transaction's own writes.
+   */
+  get(topic: string, key: string, transaction?: DriverTransaction): Promise<StoredAction | null>;
   /** Running actions first, then waiting ones by due time, then key (code point order); of a batch, only its first LISTED_BATCH_ITEMS items, and its size. */
   list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]>;
   count(topic: string): Promise<number>;
@@ -131,6 +137,8 @@ export interface AdvanceSeriesCommand {
    * `orphaned`; a series with no mark yet gets one this far ahead.
    */
   readonly orphanGraceMs?: number;
+  /** A recurring write made inside this transaction of the caller's (only given to a driver that supportsTransactions); a tick's step never has one. */
+  readonly transaction?: DriverTransaction;
 }
 
 /** How a recurring occurrence's latest run ended, as the driver records it. */

@@ -104,14 +104,29 @@ function compileInterval(fields: Record<string, unknown>, minIntervalMs: number)
   return { spec: { kind: 'interval', everyMs, anchorMs }, after: (instantMs) => occurrence.after(instantMs) };
 }
 
+/**
+ * Zone rules already built, by the name given: an Intl.DateTimeFormat is
+ * costly to make (and to collect), and every upsertRecurring compiles its
+ * recurrence. Rules are facts about a zone, so one object serves every
+ * schedule in it. Bounded, oldest out first: names come from callers.
+ */
+const zones = new Map<string, ZoneRules>();
+const MAX_ZONES = 64;
+
 function zoneRules(timeZone: unknown): ZoneRules {
-  if (timeZone === undefined) return new ZoneRules('UTC');
-  if (typeof timeZone !== 'string' || timeZone.trim() === '') throw new UnknownTimeZoneError(timeZone);
+  const name = timeZone === undefined ? 'UTC' : timeZone;
+  if (typeof name !== 'string' || name.trim() === '') throw new UnknownTimeZoneError(timeZone);
+  const known = zones.get(name);
+  if (known) return known;
+  let rules: ZoneRules;
   try {
-    return new ZoneRules(timeZone);
+    rules = new ZoneRules(name);
   } catch (error) {
     throw new UnknownTimeZoneError(timeZone, error);
   }
+  if (zones.size >= MAX_ZONES) zones.delete(zones.keys().next().value as string);
+  zones.set(name, rules);
+  return rules;
 }
 
 function policy<T extends string>(value: unknown, name: string, allowed: readonly T[], fallback: T): T {

@@ -5,6 +5,7 @@ import { InvalidKeyError } from '../errors/invalid-key.error';
 import { RecurringTopicError } from '../errors/recurring-topic.error';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { AdvanceSeriesCommand, DelayDriver, SeriesRunRecord, StoredAction } from '../interfaces/delay-driver.interface';
+import { DriverTransaction } from '../interfaces/delay-transaction.interface';
 import { DelayClock } from '../time/clock';
 import { quoteInput } from '../utils/quote-input';
 import { validateKey, validateTopic } from '../validation/action-input';
@@ -26,6 +27,8 @@ type Change = { readonly next: AdvanceSeriesCommand['next']; readonly occurrence
  * resume, run now, read), for every driver alike. Each reads the schedule's
  * tick and writes with advanceSeries conditioned on the payload it read, so
  * a concurrent tick or writer makes it read again rather than overwrite.
+ * With a transaction (bound by DelayService), the read and the write are
+ * both made inside it.
  */
 @Injectable()
 export class RecurringSchedules {
@@ -47,7 +50,13 @@ export class RecurringSchedules {
    * the next occurrence after now (nothing between the last occurrence and
    * now fires because of it); changed policies or payload keep the next time.
    */
-  async upsert<TPayload>(topic: string, key: string, options: RecurringOptions<TPayload>, declaration?: { readonly orphan: OrphanPolicy }): Promise<RecurringSchedule<TPayload>> {
+  async upsert<TPayload>(
+    topic: string,
+    key: string,
+    options: RecurringOptions<TPayload>,
+    declaration?: { readonly orphan: OrphanPolicy },
+    transaction?: DriverTransaction,
+  ): Promise<RecurringSchedule<TPayload>> {
     validateTopic(topic);
     validateSeriesKey(key);
     const checked = checkRecurringOptions(options, this.minIntervalMs);
@@ -65,32 +74,32 @@ export class RecurringSchedules {
       // A changed recurrence: the tick runs now and plans from now. Otherwise it keeps its time.
       const due = updated.reset ? { delayMs: 0 } : { atMs: action.dueAt };
       return { next: { due, payload: encodeSeriesState(updated) } };
-    });
+    }, transaction);
     return (await this.views<TPayload>([stored as StoredAction]))[0];
   }
 
   /** Removes the schedule: no further occurrence. Occurrences already created still run. True if there was one. */
-  async remove(topic: string, key: string): Promise<boolean> {
+  async remove(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
     validateTopic(topic);
     validateSeriesKey(key);
     let existed = false;
     await this.write(topic, key, (state) => {
       existed = state !== undefined;
       return state ? { next: null } : 'none';
-    });
+    }, transaction);
     return existed;
   }
 
   /** No occurrence fires until resume (then the missed-run policy applies). True if it was running. */
-  async pause(topic: string, key: string): Promise<boolean> {
-    return this.setPaused(topic, key, true);
+  async pause(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
+    return this.setPaused(topic, key, true, transaction);
   }
 
-  async resume(topic: string, key: string): Promise<boolean> {
-    return this.setPaused(topic, key, false);
+  async resume(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
+    return this.setPaused(topic, key, false, transaction);
   }
 
-  private async setPaused(topic: string, key: string, paused: boolean): Promise<boolean> {
+  private async setPaused(topic: string, key: string, paused: boolean, transaction: DriverTransaction | undefined): Promise<boolean> {
     validateTopic(topic);
     validateSeriesKey(key);
     let changed = false;
@@ -99,7 +108,7 @@ export class RecurringSchedules {
       if (!state || !changed) return 'none';
       const payload = encodeSeriesState({ ...state, paused });
       return { next: { due: { delayMs: paused ? PAUSED_TICK_DELAY_MS : 0 }, payload } };
-    });
+    }, transaction);
     return changed;
   }
 
@@ -107,7 +116,7 @@ export class RecurringSchedules {
    * Creates one extra occurrence, due now, without moving the schedule's
    * cadence (its overlap policy does not apply). False if there is no such schedule.
    */
-  async runNow(topic: string, key: string): Promise<boolean> {
+  async runNow(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
     validateTopic(topic);
     validateSeriesKey(key);
     let found = false;
@@ -116,7 +125,7 @@ export class RecurringSchedules {
       found = state !== undefined;
       if (!state) return 'none';
       return { next: undefined, occurrences: [{ key: occurrenceKey(key, at, true), due: { delayMs: 0 }, payload: state.payload }] };
-    }, 'allow');
+    }, transaction);
     return found;
   }
 
@@ -147,19 +156,20 @@ export class RecurringSchedules {
     topic: string,
     key: string,
     decide: (state: SeriesState | undefined, action: StoredAction | undefined) => Change,
-    overlap: AdvanceSeriesCommand['overlap'] = 'allow',
+    transaction?: DriverTransaction,
   ): Promise<StoredAction | null> {
     const { driver } = this;
     if (!driver.advanceSeries) throw new UnsupportedOperationError('recurring actions', driver.name);
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const action = (await driver.get(topic, key)) ?? undefined;
+      // Read where the write goes: inside a transaction, it must see that transaction's earlier writes.
+      const action = (await driver.get(topic, key, transaction)) ?? undefined;
       const state = action ? decodeSeriesState(action.payload) : undefined;
       if (action && !state) throw new RecurringTopicError(topic, `key ${quoteInput(key)} holds an action that is no recurring schedule`);
       const change = decide(state, action);
       if (change === 'none') return action ?? null;
       const expect = action ? { payload: action.payload as string } : { absent: true as const };
-      const result = await driver.advanceSeries({ topic, key, expect, overlap, occurrences: change.occurrences ?? [], next: change.next });
-      if (result.applied) return change.next ? driver.get(topic, key) : null;
+      const result = await driver.advanceSeries({ topic, key, expect, overlap: 'allow', occurrences: change.occurrences ?? [], next: change.next, transaction });
+      if (result.applied) return change.next ? driver.get(topic, key, transaction) : null;
     }
     this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} changed ${MAX_ROUNDS} times while being written`);
     throw new RecurringTopicError(topic, `schedule ${quoteInput(key)} kept changing while being written; try again`);

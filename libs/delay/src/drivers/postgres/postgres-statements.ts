@@ -12,6 +12,7 @@ export interface PostgresStatements {
   readonly reschedule: string;
   readonly collect: string;
   readonly cancel: string;
+  readonly cancelEach: string;
   readonly get: string;
   readonly list: string;
   readonly count: string;
@@ -74,6 +75,12 @@ export function postgresStatements(schema: string): PostgresStatements {
     // The clock is read last, after the delete: its guard refuses (and so undoes) a delete that would commit on its own.
     cancel: `WITH gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND (a.member = $2::text OR (a.key = $2::text AND a.cancel_by_key)) RETURNING 1)
       SELECT (SELECT count(*) FROM gone)::integer AS removed, ${s}.clock_ms($3::boolean) AS now_ms`,
+    // Autocommit cancels of one tick, $2 the keys in call order: per call, how many rows it removed. A row goes to the
+    // first call that reaches it, as when the calls run one after the other (a key given twice: the second finds nothing).
+    cancelEach: `WITH k AS (SELECT u.key, u.n FROM unnest($2::text[]) WITH ORDINALITY AS u(key, n)),
+      gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND (a.member = ANY($2::text[]) OR (a.key = ANY($2::text[]) AND a.cancel_by_key))
+        RETURNING (SELECT min(k.n) FROM k WHERE a.member = k.key OR (a.key = k.key AND a.cancel_by_key)) AS n)
+      SELECT (SELECT count(*) FROM gone g WHERE g.n = k.n)::integer AS removed FROM k ORDER BY k.n`,
     get: `SELECT ${ACTION_COLUMNS}, ${paused} AS paused FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text`,
     // A listing shows a batch's first LISTED_BATCH_ITEMS items and its size, not the whole array.
     list: `SELECT ${ACTION_COLUMNS.replace('a.items', `a.items[1:${LISTED_BATCH_ITEMS}] AS items, cardinality(a.items) AS size`)}, ${paused} AS paused
@@ -200,9 +207,11 @@ export function postgresStatements(schema: string): PostgresStatements {
     now: `SELECT ${s}.clock_ms(false) AS now_ms`,
     // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
     // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads, $13 orphan grace ms (0: none)
-    // (see advance_series in the migrations)
-    advanceSeries: `SELECT status, created, skipped, cancelled, soonest, now_ms FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text,
-      $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[], $13::bigint)`,
+    // (see advance_series in the migrations), $14 in a transaction.
+    // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own.
+    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::boolean) AS guard
+      FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[],
+        $13::bigint) r`,
     // ---- Recurring: declaration marks and last runs ----
     // $1 topic, $2 series keys, $3 ms from now. A mark only moves later. Keys in code point order, once each: two
     // instances declaring the same series lock their rows in the same order (no deadlock).

@@ -27,3 +27,8 @@ export class WriteOrder {
     return result;
   }
 }
+
+/** The write-order id of a topic's key (U+0000 cannot occur in either: PostgreSQL text cannot hold it). */
+export function writeId(topic: string, key: string): string {
+  return `${topic}\u0000${key}`;
+}

@@ -37,12 +37,11 @@ import { PostgresSchema } from './postgres-schema';
 import { postgresStatements, PostgresStatements } from './postgres-statements';
 import { PostgresTopicConsumer } from './postgres-topic-consumer';
 import { PostgresWakeListener, WakeHandler } from './postgres-wake-listener';
-import { WriteOrder } from './postgres-write-order';
+import { PostgresWriteGatherer, ScheduleEntry } from './postgres-write-gatherer';
+import { WriteOrder, writeId } from './postgres-write-order';
 
 /** How long health waits for the database before calling it down. */
 const HEALTH_TIMEOUT_MS = 2_000;
-
-type ScheduleEntry = Omit<ScheduleCommand, 'topic' | 'maxPastMs' | 'transaction'>;
 
 /**
  * The transactional driver: actions are rows of the application's own
@@ -75,6 +74,7 @@ export class PostgresDriver implements DelayDriver {
   private readonly inFlight = new InFlightTracker();
   private readonly clockSkew = { value: 0 };
   private readonly order = new WriteOrder();
+  private readonly gatherer: PostgresWriteGatherer;
   private listener: PostgresWakeListener | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private renewing = false;
@@ -82,12 +82,16 @@ export class PostgresDriver implements DelayDriver {
   constructor(config: PostgresDriverConfig) {
     const pooler = config.pooler ?? 'session';
     this.schema = config.schema ?? POSTGRES_DEFAULT_SCHEMA;
-    this.connection = new PostgresConnection({
-      connectionString: config.connectionString,
-      pool: config.pool,
-      commandTimeoutMs: parseDuration(config.commandTimeout ?? '5s'),
-      pooler,
-    });
+    const commandTimeoutMs = parseDuration(config.commandTimeout ?? '5s');
+    this.connection = new PostgresConnection({ connectionString: config.connectionString, pool: config.pool, commandTimeoutMs, pooler });
+    this.gatherer = new PostgresWriteGatherer(
+      this.order,
+      {
+        schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.query(this.sql.schedule, params(false))),
+        cancel: async (topic, keys) => (await this.connection.query(this.sql.cancelEach, [topic, keys])).map((row) => int(row.removed) > 0),
+      },
+      commandTimeoutMs,
+    );
     this.sql = postgresStatements(this.schema);
     this.migrateAtStart = config.migrate ?? true;
     this.leaseMs = parseDuration(config.lease ?? '30s');
@@ -110,8 +114,13 @@ export class PostgresDriver implements DelayDriver {
   }
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
-    const [result] = await this.writeSchedules(command.topic, [command], command.maxPastMs, command.transaction);
-    return result;
+    if (command.transaction) {
+      const [result] = await this.writeSchedules(command.topic, [command], command.maxPastMs, command.transaction);
+      return result;
+    }
+    if (hasNul(command.key)) throw new InvalidKeyError(command.key, 'contains U+0000, which PostgreSQL cannot store in text');
+    // Autocommit: the calls of this tick for this topic share one statement and one commit.
+    return this.gatherer.schedule(command);
   }
 
   scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
@@ -120,6 +129,8 @@ export class PostgresDriver implements DelayDriver {
 
   async cancel(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
     if (hasNul(key)) return false;
+    // Autocommit: the cancels of this tick for this topic share one statement and one commit.
+    if (!transaction) return this.gatherer.cancel(topic, key);
     const rows = await this.write(topic, [key], transaction, this.sql.cancel, (inTx) => [topic, key, inTx]);
     return int(rows[0].removed) > 0;
   }
@@ -139,9 +150,12 @@ export class PostgresDriver implements DelayDriver {
     return { topic, key, payload: nullable(row.payload), dueAt, attempt: int(row.attempt), state: 'waiting' };
   }
 
-  async get(topic: string, key: string): Promise<StoredAction | null> {
+  async get(topic: string, key: string, transaction?: DriverTransaction): Promise<StoredAction | null> {
     if (hasNul(key)) return null;
-    const rows = await this.order.run([writeId(topic, key)], () => this.connection.query(this.sql.get, [topic, key]));
+    // In the caller's transaction the read sees what that transaction wrote, and nothing waits for the pool's writes.
+    const rows = transaction
+      ? await this.connection.inTransaction(transaction, this.sql.get, [topic, key])
+      : await this.ordered(topic, [key], () => this.connection.query(this.sql.get, [topic, key]));
     return rows.length === 0 ? null : toStoredAction(topic, rows[0]);
   }
 
@@ -262,7 +276,7 @@ export class PostgresDriver implements DelayDriver {
 
   async runNow(topic: string, key: string): Promise<boolean> {
     if (hasNul(key)) return false;
-    const rows = await this.order.run([writeId(topic, key)], () => this.connection.query(this.sql.runNow, [topic, key]));
+    const rows = await this.ordered(topic, [key], () => this.connection.query(this.sql.runNow, [topic, key]));
     if (rows[0].found === true) this.consumers.get(topic)?.kick();
     return rows[0].found === true;
   }
@@ -270,7 +284,8 @@ export class PostgresDriver implements DelayDriver {
   /**
    * The one atomic step of a recurring series: one call of the schema's
    * advance_series function (see its comment in the migrations), after this
-   * driver's earlier writes to the series key.
+   * driver's earlier writes to the series key, or inside the caller's
+   * transaction when the command carries one.
    */
   async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
     const { topic, key, expect, next } = command;
@@ -282,23 +297,22 @@ export class PostgresDriver implements DelayDriver {
     const [nextKind, nextValue, nextPayload] =
       next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
     const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
-    const rows = await this.order.run([writeId(topic, key)], () =>
-      this.connection.query(this.sql.advanceSeries, [
-        topic,
-        key,
-        expectKind,
-        expectValue,
-        command.overlap,
-        nextKind,
-        nextValue,
-        nextPayload,
-        command.occurrences.map((occurrence) => occurrence.key),
-        dues.map(([absolute]) => absolute),
-        dues.map(([, value]) => value),
-        command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
-        command.orphanGraceMs ?? 0,
-      ]),
-    );
+    const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (inTx) => [
+      topic,
+      key,
+      expectKind,
+      expectValue,
+      command.overlap,
+      nextKind,
+      nextValue,
+      nextPayload,
+      command.occurrences.map((occurrence) => occurrence.key),
+      dues.map(([absolute]) => absolute),
+      dues.map(([, value]) => value),
+      command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
+      command.orphanGraceMs ?? 0,
+      inTx,
+    ]);
     const row = rows[0];
     this.sawNow(row.now_ms);
     const status = int(row.status);
@@ -306,11 +320,13 @@ export class PostgresDriver implements DelayDriver {
     if (status === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
     if (status !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
     const cancelled = texts(row.cancelled);
-    // A cancelled occurrence running here is told now; one running on another instance learns it at its next lease renewal.
-    if (cancelled.length > 0) this.consumers.get(topic)?.revoke(cancelled);
+    // A cancelled occurrence running here is told now; one running on another instance, or cancelled in the caller's
+    // transaction (which may yet roll back), learns it at its next lease renewal.
+    if (cancelled.length > 0 && !command.transaction) this.consumers.get(topic)?.revoke(cancelled);
     // This instance's consumer need not wait for a notification: a re-armed tick that is not the topic's
     // earliest due time notifies no one, and a consumer whose slots are all busy sleeps until its next tick.
-    if (row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
+    // In the caller's transaction, the notification (sent at its commit, none at a rollback) is the only wake-up.
+    if (!command.transaction && row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
     return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled };
   }
 
@@ -393,9 +409,15 @@ export class PostgresDriver implements DelayDriver {
    */
   private write(topic: string, keys: readonly string[], transaction: DriverTransaction | undefined, sql: string, params: (inTx: boolean) => unknown[]): Promise<Row[]> {
     if (transaction) return this.connection.inTransaction(transaction, sql, params(true));
+    return this.ordered(topic, keys, () => this.connection.query(sql, params(false)));
+  }
+
+  /** Runs `work` after the driver's earlier writes of these keys, schedule calls still gathered for this tick included. */
+  private ordered<T>(topic: string, keys: readonly string[], work: () => Promise<T>): Promise<T> {
+    this.gatherer.flushFor(topic, keys);
     return this.order.run(
       keys.map((key) => writeId(topic, key)),
-      () => this.connection.query(sql, params(false)),
+      work,
     );
   }
 
@@ -405,10 +427,27 @@ export class PostgresDriver implements DelayDriver {
     }
     if (entries.length === 0) return [];
     const keys = entries.map((entry) => entry.key);
+    return this.sendSchedules(topic, entries, maxPastMs, transaction, (params) => this.write(topic, keys, transaction, this.sql.schedule, params));
+  }
+
+  /**
+   * One statement of the schedule function for these entries, sent by
+   * `run` (which decides where: the application's transaction, in the write
+   * order, or as is for the gatherer that holds the order itself); the
+   * results in entry order, or the typed error of the first refused entry.
+   */
+  private async sendSchedules(
+    topic: string,
+    entries: readonly ScheduleEntry[],
+    maxPastMs: number,
+    transaction: DriverTransaction | undefined,
+    run: (params: (inTx: boolean) => unknown[]) => Promise<Row[]>,
+  ): Promise<ScheduleResult[]> {
+    const keys = entries.map((entry) => entry.key);
     const dues = entries.map((entry) => dueParams(entry.due));
     let rows: Row[];
     try {
-      rows = await this.write(topic, keys, transaction, this.sql.schedule, (inTx) => [
+      rows = await run((inTx) => [
         topic,
         keys,
         dues.map(([absolute]) => absolute),
@@ -515,10 +554,6 @@ export class PostgresDriver implements DelayDriver {
 /** 'at' times may carry a fraction of a ms: stored whole, never early. */
 function dueParams(due: DueSpec): [boolean, number] {
   return 'delayMs' in due ? [false, Math.ceil(due.delayMs)] : [true, Math.floor(due.atMs)];
-}
-
-function writeId(topic: string, key: string): string {
-  return `${topic}\u0000${key}`;
 }
 
 /** PostgreSQL text cannot hold U+0000: such a key can have no action. */

@@ -1,0 +1,176 @@
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
+import { ScheduleCommand, ScheduleResult } from '../../interfaces/delay-driver.interface';
+import { WriteOrder, writeId } from './postgres-write-order';
+
+/** One entry of the schedule function's arrays. */
+export type ScheduleEntry = Omit<ScheduleCommand, 'topic' | 'maxPastMs' | 'transaction'>;
+
+/**
+ * How gathered calls reach the database, on the driver's pool and outside
+ * its write order (the gatherer holds the keys' places itself): results in
+ * call order, or the error the statement got.
+ */
+export interface GatheredStatements {
+  /** One statement of the schedule function: all or nothing, so a refused entry fails it with that entry's typed error. */
+  schedule(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number): Promise<ScheduleResult[]>;
+  /** One statement deleting the keys' actions: per key, whether it removed one (a key given twice: the first call did). */
+  cancel(topic: string, keys: readonly string[]): Promise<boolean[]>;
+}
+
+/** At most this many gathered calls go in one statement. */
+const MAX_GATHERED = 500;
+
+/** A call waiting for the end of its tick, with what its statement needs. */
+interface PendingCall<C, R> {
+  readonly key: string;
+  readonly input: C;
+  settled: boolean;
+  resolve(result: R): void;
+  reject(error: unknown): void;
+}
+
+/** The calls of one kind gathered for one topic in one tick, and how to send any run of them. */
+interface PendingGroup<C, R> {
+  readonly topic: string;
+  /** Calls share a group only under the same tag: the kind, and for schedule its maxPast. */
+  readonly tag: string;
+  readonly calls: Array<PendingCall<C, R>>;
+  readonly keys: Set<string>;
+  send(inputs: readonly C[]): Promise<R[]>;
+}
+
+/**
+ * Gathers the autocommit `schedule` calls, and the `cancel` calls, made in
+ * the same tick for the same topic into one statement each: one commit, one
+ * WAL flush and one round trip for all of them, where each call alone would
+ * wait for its own commit. A call alone in its tick is a statement of its
+ * own, as before. Calls in the application's transaction never come here.
+ *
+ * Semantics are those of the single calls, in the order made:
+ * - a topic has one group at a time: a call of another kind (or another
+ *   maxPast) sends the group gathered so far first;
+ * - a sent group holds every key's place in the driver's write order; any
+ *   other write or read of one of the gathered keys first sends the group
+ *   (`flushFor`), so it reaches the database after it;
+ * - a statement the server refuses (the schedule function is all or nothing:
+ *   a due time out of range, a key with an open batch) wrote nothing; its
+ *   calls are sent again one by one, each key's in order, still holding
+ *   their keys' place, so each caller gets its own result or its own error;
+ * - a failure of the statement itself (timeout, lost connection) fails each
+ *   call with that DriverUnavailableError, as each would have alone;
+ * - every call settles within the command timeout from when its group is
+ *   sent, even when it had to be sent again.
+ */
+export class PostgresWriteGatherer {
+  private readonly pending = new Map<string, PendingGroup<unknown, unknown>>();
+  private flushQueued = false;
+
+  constructor(
+    private readonly order: WriteOrder,
+    private readonly statements: GatheredStatements,
+    private readonly commandTimeoutMs: number,
+  ) {}
+
+  schedule(command: ScheduleCommand): Promise<ScheduleResult> {
+    const { topic, maxPastMs } = command;
+    return this.gather(topic, `schedule ${maxPastMs}`, command.key, command, (entries: readonly ScheduleEntry[]) => this.statements.schedule(topic, entries, maxPastMs));
+  }
+
+  cancel(topic: string, key: string): Promise<boolean> {
+    return this.gather(topic, 'cancel', key, key, (keys: readonly string[]) => this.statements.cancel(topic, keys));
+  }
+
+  /** Sends the topic's gathered calls now if one of them is for one of these keys: a write or read of those keys made later must follow them. */
+  flushFor(topic: string, keys: readonly string[]): void {
+    const group = this.pending.get(topic);
+    if (group !== undefined && keys.some((key) => group.keys.has(key))) this.sendGroup(group);
+  }
+
+  /**
+   * Adds a call to the topic's group of this tag (a group of another tag is
+   * sent first). Calls of one tag send alike: the group keeps the first
+   * call's `send`.
+   */
+  private gather<C, R>(topic: string, tag: string, key: string, input: C, send: (inputs: readonly C[]) => Promise<R[]>): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      let group = this.pending.get(topic) as PendingGroup<C, R> | undefined;
+      if (group !== undefined && group.tag !== tag) {
+        this.sendGroup(group);
+        group = undefined;
+      }
+      if (group === undefined) {
+        group = { topic, tag, calls: [], keys: new Set(), send };
+        this.pending.set(topic, group as PendingGroup<unknown, unknown>);
+      }
+      const call: PendingCall<C, R> = { key, input, settled: false, resolve, reject };
+      group.calls.push(call);
+      group.keys.add(key);
+      if (group.calls.length >= MAX_GATHERED) {
+        this.sendGroup(group);
+      } else if (!this.flushQueued) {
+        this.flushQueued = true;
+        process.nextTick(this.flushAtTickEnd);
+      }
+    });
+  }
+
+  private readonly flushAtTickEnd = (): void => {
+    this.flushQueued = false;
+    if (this.pending.size === 0) return;
+    for (const group of [...this.pending.values()]) this.sendGroup(group);
+  };
+
+  private sendGroup<C, R>(group: PendingGroup<C, R>): void {
+    this.pending.delete(group.topic);
+    const { calls } = group;
+    const deadline = setTimeout(() => {
+      const error = new DriverUnavailableError(`PostgreSQL did not answer within ${this.commandTimeoutMs} ms`);
+      for (const call of calls) settle(call, { error });
+    }, this.commandTimeoutMs);
+    void this.order
+      .run(
+        [...group.keys].map((key) => writeId(group.topic, key)),
+        () => this.apply(group),
+      )
+      .finally(() => clearTimeout(deadline));
+  }
+
+  /** Runs the group while it holds its keys' place in the write order; never rejects (each call is settled). */
+  private async apply<C, R>(group: PendingGroup<C, R>): Promise<void> {
+    const { calls } = group;
+    try {
+      const results = await group.send(calls.map((call) => call.input));
+      calls.forEach((call, n) => settle(call, { result: results[n] }));
+      return;
+    } catch (error) {
+      // A failure of the statement itself: each call alone would have got it too. So does a lone call's refusal.
+      if (calls.length === 1 || error instanceof DriverUnavailableError) {
+        for (const call of calls) settle(call, { error });
+        return;
+      }
+    }
+    // Refused as a whole, so nothing was written: one by one, each key's calls in the order made, keys side by side.
+    const chains = new Map<string, Promise<void>>();
+    for (const call of calls) {
+      if (call.settled) continue;
+      const before = chains.get(call.key) ?? Promise.resolve();
+      chains.set(
+        call.key,
+        before.then(() =>
+          group.send([call.input]).then(
+            ([result]) => settle(call, { result }),
+            (error: unknown) => settle(call, { error }),
+          ),
+        ),
+      );
+    }
+    await Promise.all(chains.values());
+  }
+}
+
+function settle<C, R>(call: PendingCall<C, R>, outcome: { result: R } | { error: unknown }): void {
+  if (call.settled) return;
+  call.settled = true;
+  if ('result' in outcome) call.resolve(outcome.result);
+  else call.reject(outcome.error);
+}

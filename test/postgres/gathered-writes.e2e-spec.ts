@@ -1,0 +1,256 @@
+// The postgres driver gathers the autocommit `schedule` calls, and the
+// `cancel` calls, of one tick for one topic into one statement. These tests make calls without awaiting
+// them in between, so they share a tick, and check that each caller still
+// gets exactly what it would have got alone, in the order the calls were
+// made: its own result, its own refusal, the same error on a lost
+// connection, a bound on a frozen server, and a notification only when the
+// topic's earliest due time moves earlier.
+import { Client } from 'pg';
+import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
+import { DueSpec, ScheduleCommand, ScheduleResult } from '../../libs/delay/src/interfaces/delay-driver.interface';
+import { IfExists } from '../../libs/delay/src/interfaces/schedule-options.interface';
+import { pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { TestPostgresServer } from '../support/postgres-server';
+import { TcpFaultProxy } from './support/tcp-fault-proxy';
+
+const TOPIC = 'pggather.t';
+const MAX_PAST_MS = 60_000;
+const COMMAND_TIMEOUT_MS = 1_000;
+/** A call must settle within the command timeout; this much more is allowed for a busy machine. */
+const SLACK_MS = 1_500;
+
+type Outcome = { result: ScheduleResult } | { error: { code?: string; name?: string } };
+
+function command(key: string, options: { due?: DueSpec; payload?: string; ifExists?: IfExists; topic?: string; maxPastMs?: number } = {}): ScheduleCommand {
+  return {
+    topic: options.topic ?? TOPIC,
+    key,
+    due: options.due ?? { delayMs: 60_000 },
+    payload: options.payload,
+    ifExists: options.ifExists ?? 'replace',
+    maxPastMs: options.maxPastMs ?? MAX_PAST_MS,
+  };
+}
+
+function outcome(promise: Promise<ScheduleResult>): Promise<Outcome> {
+  return promise.then(
+    (result) => ({ result }),
+    (error: { code?: string; name?: string }) => ({ error }),
+  );
+}
+
+/** What a result says, short: outcome and payload. */
+function brief(settled: Outcome): string {
+  if ('error' in settled) return `error ${settled.error.code ?? settled.error.name}`;
+  return `${settled.result.outcome} ${settled.result.action.payload ?? '-'}`;
+}
+
+describe('postgres: schedule and cancel calls of one tick share one statement', () => {
+  let server: TestPostgresServer;
+  let proxy: TcpFaultProxy | undefined;
+  const drivers: PostgresDriver[] = [];
+  let schemas = 0;
+  let schema: string;
+
+  beforeAll(async () => {
+    server = await TestPostgresServer.start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await server.dispose();
+  });
+
+  beforeEach(() => {
+    schema = `gather_${process.pid}_${++schemas}`;
+  });
+
+  afterEach(async () => {
+    proxy?.heal();
+    for (const driver of drivers.splice(0)) await driver.close();
+    await proxy?.close();
+    proxy = undefined;
+  });
+
+  async function driver(url = server.url): Promise<PostgresDriver> {
+    const made = new PostgresDriver({ type: 'postgres', connectionString: url, schema, commandTimeout: COMMAND_TIMEOUT_MS });
+    drivers.push(made);
+    await made.connect();
+    return made;
+  }
+
+  /** How many transactions wrote the topic's rows (each row's xmin): one for calls that shared a statement. */
+  async function writers(): Promise<number> {
+    const rows = await server.admin(`SELECT count(DISTINCT xmin::text)::integer AS n FROM ${schema}.actions`, [], true);
+    return Number(rows[0].n);
+  }
+
+  it('schedule calls of one tick are one transaction; each gets its own result', async () => {
+    const pg = await driver();
+    const keys = Array.from({ length: 50 }, (_, n) => `k${n}`);
+    const results = await Promise.all(keys.map((key, n) => pg.schedule(command(key, { payload: `"p${n}"`, due: { delayMs: 60_000 + n } }))));
+    expect(results.map((result) => [result.outcome, result.action.key, result.action.payload])).toEqual(keys.map((key, n) => ['created', key, `"p${n}"`]));
+    expect(results[1].action.dueAt - results[0].action.dueAt).toBe(1);
+    expect(await writers()).toBe(1);
+    expect(await pg.count(TOPIC)).toBe(50);
+  });
+
+  it('calls on one key apply in the order made, each seeing the one before (keep, replace, reschedule, cancel, get)', async () => {
+    const pg = await driver();
+    const atMs = Date.now() + 3_600_000;
+    const calls = [
+      outcome(pg.schedule(command('k', { payload: '"a"' }))),
+      outcome(pg.schedule(command('k', { payload: '"b"', ifExists: 'keep' }))),
+      outcome(pg.schedule(command('k', { payload: '"c"', due: { atMs } }))),
+      outcome(pg.schedule(command('k', { payload: '"d"', ifExists: 'keep' }))),
+    ];
+    // A reschedule, a read and a cancel made in the same tick come after the calls before them, and before those after.
+    const moved = pg.reschedule({ topic: TOPIC, key: 'k', due: { atMs: atMs + 1_000 }, maxPastMs: MAX_PAST_MS });
+    const read = pg.get(TOPIC, 'k');
+    calls.push(outcome(pg.schedule(command('k', { payload: '"e"', ifExists: 'keep' }))));
+    const cancelled = pg.cancel(TOPIC, 'k');
+    calls.push(outcome(pg.schedule(command('k', { payload: '"f"', ifExists: 'keep' }))));
+    calls.push(outcome(pg.schedule(command('k', { payload: '"g"' }))));
+    const settled = await Promise.all(calls);
+    expect(settled.map(brief)).toEqual(['created "a"', 'kept "a"', 'replaced "c"', 'kept "c"', 'kept "c"', 'created "f"', 'replaced "g"']);
+    expect(settled[2]).toMatchObject({ result: { action: { dueAt: atMs } } });
+    expect(await moved).toMatchObject({ payload: '"c"', dueAt: atMs + 1_000 });
+    expect(await read).toMatchObject({ payload: '"c"', dueAt: atMs + 1_000 });
+    expect(settled[4]).toMatchObject({ result: { action: { dueAt: atMs + 1_000 } } });
+    expect(await cancelled).toBe(true);
+    expect(await pg.get(TOPIC, 'k')).toMatchObject({ payload: '"g"', attempt: 1 });
+    expect(await pg.count(TOPIC)).toBe(1);
+  });
+
+  it('a refused call fails alone: the others of its tick are applied, in order, and get their own results', async () => {
+    const pg = await driver();
+    await pg.collect({ topic: TOPIC, key: 'batch', item: '1', windowMs: 60_000, maxWaitMs: undefined, slide: false, maxItems: 100 });
+    const now = Date.now();
+    const settled = await Promise.all([
+      outcome(pg.schedule(command('a', { payload: '"a1"' }))),
+      outcome(pg.schedule(command('past', { due: { atMs: now - 10 * MAX_PAST_MS } }))),
+      outcome(pg.schedule(command('a', { payload: '"a2"', ifExists: 'keep' }))),
+      outcome(pg.schedule(command('batch', { payload: '"x"' }))),
+      outcome(pg.schedule(command('far', { due: { atMs: now + 2 * pg.horizonMs } }))),
+      outcome(pg.schedule(command('a', { payload: '"a3"' }))),
+      outcome(pg.schedule(command('b', { payload: '"b1"' }))),
+    ]);
+    expect(settled.map(brief)).toEqual([
+      'created "a1"',
+      'error ERR_DELAY_DUE_TIME_OUT_OF_RANGE',
+      'kept "a1"',
+      'error ERR_DELAY_KIND_CONFLICT',
+      'error ERR_DELAY_DUE_TIME_OUT_OF_RANGE',
+      'replaced "a3"',
+      'created "b1"',
+    ]);
+    expect(await pg.get(TOPIC, 'a')).toMatchObject({ payload: '"a3"' });
+    expect(await pg.get(TOPIC, 'past')).toBeNull();
+    expect(await pg.get(TOPIC, 'far')).toBeNull();
+    expect(await pg.get(TOPIC, 'batch')).toMatchObject({ items: ['1'] });
+    expect(await pg.count(TOPIC)).toBe(3);
+    // A lone call's refusal is its own, as before.
+    await expect(pg.schedule(command('batch'))).rejects.toMatchObject({ code: 'ERR_DELAY_KIND_CONFLICT' });
+  });
+
+  it('cancels of one tick share one statement; each gets its own answer, a key given twice is removed by the first', async () => {
+    const pg = await driver();
+    await Promise.all(['a', 'b', 'locked'].map((key) => pg.schedule(command(key))));
+    // A closed batch (maxItems reached) that has not started: cancel(key) reaches it, as it reaches a single action.
+    await pg.collect({ topic: TOPIC, key: 'full', item: '1', windowMs: 60_000, maxWaitMs: undefined, slide: false, maxItems: 1 });
+    const blocker = new Client({ connectionString: server.url });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'locked' FOR UPDATE`);
+      const settled: string[] = [];
+      const calls = ['a', 'missing', 'locked', 'a', 'full', 'b'].map((key, n) => pg.cancel(TOPIC, key).then((removed) => settled.push(`${n} ${key} ${removed}`)));
+      await sleep(300);
+      // One statement: the cancels of keys nobody holds wait with the one that waits for the lock.
+      expect(settled).toEqual([]);
+      await blocker.query('ROLLBACK');
+      await Promise.all(calls);
+      expect(settled.sort()).toEqual(['0 a true', '1 missing false', '2 locked true', '3 a false', '4 full true', '5 b true']);
+    } finally {
+      await blocker.end();
+    }
+    expect(await pg.count(TOPIC)).toBe(0);
+  });
+
+  it('topics and maxPast values apart go in statements of their own, each call still answered', async () => {
+    const pg = await driver();
+    const settled = await Promise.all([
+      outcome(pg.schedule(command('a', { topic: 'pggather.one' }))),
+      outcome(pg.schedule(command('a', { topic: 'pggather.two' }))),
+      outcome(pg.schedule(command('b', { topic: 'pggather.one', maxPastMs: 1 }))),
+      outcome(pg.schedule(command('c', { topic: 'pggather.one' }))),
+    ]);
+    expect(settled.map(brief)).toEqual(['created -', 'created -', 'created -', 'created -']);
+    expect(await pg.count('pggather.one')).toBe(3);
+    expect(await pg.count('pggather.two')).toBe(1);
+  });
+
+  it('notifies once per tick, and only when the earliest due time moves earlier', async () => {
+    const pg = await driver();
+    const listener = new Client({ connectionString: server.url });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    try {
+      await listener.query(`LISTEN ${schema}`);
+      const base = Date.now() + 3_600_000;
+      await Promise.all(Array.from({ length: 20 }, (_, n) => pg.schedule(command(`early${n}`, { due: { atMs: base + n } }))));
+      await pollUntil(() => heard.length > 0, 'the notification', 5_000, 10);
+      // Later than the earliest: no notification.
+      await Promise.all(Array.from({ length: 20 }, (_, n) => pg.schedule(command(`late${n}`, { due: { atMs: base + 1_000 + n } }))));
+      // Earlier again: one more.
+      await Promise.all(Array.from({ length: 20 }, (_, n) => pg.schedule(command(`earlier${n}`, { due: { atMs: base - 1_000 + n } }))));
+      await pollUntil(() => heard.length > 1, 'the second notification', 5_000, 10);
+      await sleep(200);
+      expect(heard).toEqual([`${TOPIC} ${base}`, `${TOPIC} ${base - 1_000}`]);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('the server frozen: every gathered call settles within the command timeout with DriverUnavailableError', async () => {
+    const pg = await driver();
+    await pg.schedule(command('warm'));
+    server.pause();
+    let settled: Array<{ error: unknown; ms: number }>;
+    try {
+      const started = performance.now();
+      settled = await Promise.all(
+        Array.from({ length: 20 }, (_, n) =>
+          pg.schedule(command(`frozen${n}`)).then(
+            () => ({ error: undefined, ms: performance.now() - started }),
+            (error: unknown) => ({ error, ms: performance.now() - started }),
+          ),
+        ),
+      );
+    } finally {
+      server.resume();
+    }
+    for (const call of settled) {
+      expect(call.error).toMatchObject({ code: 'ERR_DELAY_DRIVER_UNAVAILABLE' });
+      expect(call.ms).toBeLessThan(COMMAND_TIMEOUT_MS + SLACK_MS);
+    }
+    // Thawed, the driver carries on.
+    expect(await pg.schedule(command('after'))).toMatchObject({ outcome: 'created' });
+  }, 30_000);
+
+  it('the connection reset under a gathered statement: each call gets the DriverUnavailableError a single call gets', async () => {
+    proxy = await TcpFaultProxy.start(server.port);
+    const url = new URL(server.url);
+    url.port = String(proxy.port);
+    const pg = await driver(url.toString());
+    await pg.schedule(command('warm'));
+    const reset = proxy.resetOnReply(`${schema}.schedule(`);
+    const settled = await Promise.all(Array.from({ length: 10 }, (_, n) => outcome(pg.schedule(command(`lost${n}`)))));
+    expect(reset.at).toHaveLength(1);
+    expect(settled.map(brief)).toEqual(Array.from({ length: 10 }, () => 'error ERR_DELAY_DRIVER_UNAVAILABLE'));
+    // The statement committed as a whole or not at all; the calls are safe to repeat.
+    const again = await Promise.all(Array.from({ length: 10 }, (_, n) => pg.schedule(command(`lost${n}`))));
+    expect(new Set(again.map((result) => result.outcome)).size).toBe(1);
+    expect(await pg.count(TOPIC)).toBe(11);
+  }, 30_000);
+});
