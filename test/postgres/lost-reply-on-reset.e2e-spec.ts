@@ -105,7 +105,7 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     const schema = `lost_${process.pid}_${++schemas}`;
     const producer = await instance(schema, server.url, false);
     proxy = await TcpFaultProxy.start(server.port);
-    const reset = proxy.resetOnReply('AS r(member, token, started, n)');
+    const reset = proxy.resetOnReply('USING unnest($2::text[], $3::bigint[]) AS r(member, token)');
     await instance(schema, proxiedUrl(proxy.port), true);
     await instance(schema, server.url, true);
     for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });

@@ -34,6 +34,9 @@ export interface PostgresStatements {
   readonly topicHealth: string;
   readonly now: string;
   readonly advanceSeries: string;
+  readonly completeOccurrences: string;
+  readonly retryOccurrence: string;
+  readonly buryOccurrence: string;
   readonly declareSeries: string;
   readonly lastSeriesRuns: string;
 }
@@ -138,33 +141,19 @@ export function postgresStatements(schema: string): PostgresStatements {
     recover: `UPDATE ${s}.actions a SET lease_until = ${s}.clock_ms(false) + $3::bigint
       WHERE a.topic = $1::text AND a.claim_id = $2::text AND a.state = 'running'
       RETURNING ${ACTION_COLUMNS}, ${s}.clock_ms(false) AS now_ms`,
-    // ---- outcomes, with the last run of a recurring occurrence (recordSeriesRuns) ----
-    // complete: $1 topic, $2 members, $3 tokens, $4 start times (null unless a recurring occurrence's).
-    complete: `WITH gone AS (
-        DELETE FROM ${s}.actions a USING unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS r(member, token, started, n)
-        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token
-        RETURNING a.member, a.attempt, r.started, r.n),
-      ${recordSeriesRuns(s, 'gone', 'succeeded')}
-      SELECT count(*)::integer AS completed FROM gone`,
-    // retry: $1 topic, $2 member, $3 token, $4 backoff ms, $5 start time (null unless a recurring occurrence's).
-    retry: `WITH moved AS (
-        UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1,
-          due_at = ${s}.clock_ms(false) + $4::bigint, lease_until = NULL, claim_id = NULL
-        WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
-        RETURNING a.member, a.due_at, a.attempt - 1 AS attempt, $5::bigint AS started, 1 AS n),
-      ${recordSeriesRuns(s, 'moved', 'retrying')}
-      SELECT m.due_at FROM moved m`,
-    // bury: $1 topic, $2 member, $3 token, $4 error, $5 start time (null unless a recurring occurrence's).
+    complete: `DELETE FROM ${s}.actions a USING unnest($2::text[], $3::bigint[]) AS r(member, token)
+      WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token`,
+    retry: `UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1,
+        due_at = ${s}.clock_ms(false) + $4::bigint, lease_until = NULL, claim_id = NULL
+      WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
+      RETURNING a.due_at`,
     bury: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
-      gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
-        RETURNING a.*, $5::bigint AS started, 1 AS n),
-      ${recordSeriesRuns(s, 'gone', 'dead')}
+      gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint RETURNING a.*)
       INSERT INTO ${s}.dead AS d (topic, id, key, payload, batch, items, due_at, attempts, error, died_at)
       SELECT g.topic, g.member, g.key, g.payload, g.batch, g.items, g.due_at, g.attempt, $4::text, c.now FROM gone g, clock c
       ON CONFLICT (topic, id) DO UPDATE SET key = excluded.key, payload = excluded.payload, batch = excluded.batch, items = excluded.items,
         due_at = excluded.due_at, attempts = excluded.attempts, error = excluded.error, died_at = excluded.died_at
       RETURNING 1`,
-    // ---- end outcomes ----
     // ---- lease renewal, reporting runs whose arming is gone ----
     // $1 topic, $2 lease ms, $3 members, $4 tokens. Returns the members not renewed: their row is gone or holds another
     // token (cancelled, re-armed, finished by this instance meanwhile); the consumer tells the runs still going.
@@ -212,6 +201,34 @@ export function postgresStatements(schema: string): PostgresStatements {
     advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::boolean) AS guard
       FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[],
         $13::bigint) r`,
+    // ---- outcomes of recurring occurrences: the same, and the schedule's last run (recordSeriesRuns) ----
+    // Used only when a run is a recurring occurrence's, so the outcomes of one-off actions pay nothing for it.
+    // completeOccurrences: $1 topic, $2 members, $3 tokens, $4 start times (null for a run that is no occurrence).
+    completeOccurrences: `WITH gone AS (
+        DELETE FROM ${s}.actions a USING unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS r(member, token, started, n)
+        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token
+        RETURNING a.member, a.attempt, r.started, r.n),
+      ${recordSeriesRuns(s, 'gone', 'succeeded')}
+      SELECT count(*)::integer AS completed FROM gone`,
+    // retryOccurrence: $1 topic, $2 member, $3 token, $4 backoff ms, $5 start time.
+    retryOccurrence: `WITH moved AS (
+        UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1,
+          due_at = ${s}.clock_ms(false) + $4::bigint, lease_until = NULL, claim_id = NULL
+        WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
+        RETURNING a.member, a.due_at, a.attempt - 1 AS attempt, $5::bigint AS started, 1 AS n),
+      ${recordSeriesRuns(s, 'moved', 'retrying')}
+      SELECT m.due_at FROM moved m`,
+    // buryOccurrence: $1 topic, $2 member, $3 token, $4 error, $5 start time.
+    buryOccurrence: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
+      gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
+        RETURNING a.*, $5::bigint AS started, 1 AS n),
+      ${recordSeriesRuns(s, 'gone', 'dead')}
+      INSERT INTO ${s}.dead AS d (topic, id, key, payload, batch, items, due_at, attempts, error, died_at)
+      SELECT g.topic, g.member, g.key, g.payload, g.batch, g.items, g.due_at, g.attempt, $4::text, c.now FROM gone g, clock c
+      ON CONFLICT (topic, id) DO UPDATE SET key = excluded.key, payload = excluded.payload, batch = excluded.batch, items = excluded.items,
+        due_at = excluded.due_at, attempts = excluded.attempts, error = excluded.error, died_at = excluded.died_at
+      RETURNING 1`,
+    // ---- end outcomes of recurring occurrences ----
     // ---- Recurring: declaration marks and last runs ----
     // $1 topic, $2 series keys, $3 ms from now. A mark only moves later. Keys in code point order, once each: two
     // instances declaring the same series lock their rows in the same order (no deadlock).

@@ -292,12 +292,14 @@ export class PostgresTopicConsumer {
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
     if (outcome.kind === 'completed') return this.ack(member, delivery.token, startedAt);
     if (outcome.kind === 'retry') {
-      return this.record(this.sql.retry, [topic, member, delivery.token, outcome.delayMs, startedAt], what, (rows) => {
+      const [sql, params] = startedAt === null ? [this.sql.retry, [topic, member, delivery.token, outcome.delayMs]] : [this.sql.retryOccurrence, [topic, member, delivery.token, outcome.delayMs, startedAt]];
+      return this.record(sql, params, what, (rows) => {
         // The retry is this topic's, consumed here: the local timer is told, no notification is needed.
         if (rows.length > 0) this.wake(int(rows[0].due_at));
       });
     }
-    return this.record(this.sql.bury, [topic, member, delivery.token, outcome.error, startedAt], what);
+    if (startedAt === null) return this.record(this.sql.bury, [topic, member, delivery.token, outcome.error], what);
+    return this.record(this.sql.buryOccurrence, [topic, member, delivery.token, outcome.error, startedAt], what);
   }
 
   /** Acks every run completed in the same turn of the event loop with one statement. */
@@ -308,8 +310,11 @@ export class PostgresTopicConsumer {
         const acks = this.acks;
         this.acks = [];
         this.ackFlush = undefined;
-        const params = [this.settings.topic, acks.map((ack) => ack.member), acks.map((ack) => ack.token), acks.map((ack) => ack.startedAt)];
-        return this.record(this.sql.complete, params, `${acks.length} completed run(s) of "${this.settings.topic}"`);
+        const params = [this.settings.topic, acks.map((ack) => ack.member), acks.map((ack) => ack.token)];
+        const what = `${acks.length} completed run(s) of "${this.settings.topic}"`;
+        // Only a batch holding a recurring occurrence's run takes the statement that also writes last runs.
+        if (acks.every((ack) => ack.startedAt === null)) return this.record(this.sql.complete, params, what);
+        return this.record(this.sql.completeOccurrences, [...params, acks.map((ack) => ack.startedAt)], what);
       });
     }
     return this.ackFlush;
