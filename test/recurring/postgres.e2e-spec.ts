@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 import type { Delivery, DeliveryOutcome } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { TestPostgresServer } from '../support/postgres-server';
-import { expectNoDuplicates, Reports, Run, Slow } from './support/recurring-handlers';
+import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, expectNoDuplicates, HandlesB, Outcomes, Reports, Run, Slow } from './support/recurring-handlers';
 
 /** One slow handler per overlap policy, one slot each: every 1 s schedule meets its previous occurrence still running. */
 @Injectable()
@@ -221,6 +221,112 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     for (let n = 1; n < instants.length; n++) expect(instants[n] - instants[n - 1]).toBe(1000);
   }, 60_000);
 
+  it('cancelPrevious on two instances: each running occurrence sees its signal fire when the next one cancels it, on whichever instance', async () => {
+    abortLog.started.length = 0;
+    abortLog.aborted.length = 0;
+    const options = { driver: { type: 'postgres' as const, connectionString: server.url, schema: fresh(), lease: '2s' }, shutdownTimeout: '1s' };
+    const one = await bootDelayApp(options, [Abortable]);
+    apps.push(one);
+    apps.push(await bootDelayApp(options, [Abortable]));
+    const delay = one.get(DelayService);
+    await delay.upsertRecurring('abortable.every', 'k', { every: '2s', overlap: 'cancelPrevious' });
+    await pollUntil(() => abortLog.aborted.length >= 4, 'four aborted runs', 30_000);
+    // Counted when the fourth abort is seen: an abort comes at most a lease renewal (2/3 s) after the cancel, well before the occurrence after next.
+    const started = abortLog.started.length;
+    await delay.removeRecurring('abortable.every', 'k');
+    expect(started).toBeLessThanOrEqual(abortLog.aborted.length + 2);
+    expect(abortLog.aborted.every((abort) => abort.reason === 'cancelled')).toBe(true);
+    // The runs were aborted in the order they started: each by the occurrence after it.
+    expect(abortLog.aborted.map((abort) => abort.key)).toEqual(abortLog.started.slice(0, abortLog.aborted.length));
+    expect(abortLog.timedOut).toBe(0);
+  }, 60_000);
+
+  it('an occurrence cancelled from another instance learns it at its next lease renewal: its signal fires', async () => {
+    abortLog.started.length = 0;
+    abortLog.aborted.length = 0;
+    const driver = { type: 'postgres' as const, connectionString: server.url, schema: fresh(), lease: '2s' };
+    const running = await bootDelayApp({ driver, shutdownTimeout: '1s' }, [Abortable]);
+    apps.push(running);
+    // A producer-only instance: it runs nothing, so only the running instance's lease renewal can tell the handler.
+    const producer = await bootDelayApp({ driver, consume: false }, []);
+    apps.push(producer);
+    const delay = running.get(DelayService);
+    await delay.upsertRecurring('abortable.every', 'remote', { every: '1h' });
+    expect(await delay.runRecurringNow('abortable.every', 'remote')).toBe(true);
+    await pollUntil(() => abortLog.started.length === 1, 'the run-now occurrence started', 10_000);
+    expect(await producer.get(DelayService).cancel('abortable.every', abortLog.started[0])).toBe(true);
+    await pollUntil(() => abortLog.aborted.length === 1, 'the abort, at a lease renewal (every 2/3 s)', 10_000);
+    expect(abortLog.aborted[0]).toEqual({ key: abortLog.started[0], reason: 'cancelled' });
+    await delay.removeRecurring('abortable.every', 'remote');
+  }, 30_000);
+
+  it('listRecurring and getRecurring show the last run: succeeded, retrying, dead, skipped, with its lag', async () => {
+    const app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema: fresh() }, shutdownTimeout: '1s' }, [Outcomes]);
+    apps.push(app);
+    const delay = app.get(DelayService);
+    const outcomes = app.get(Outcomes);
+    const seen = new Set<string>();
+    const lastRunIs = async (outcome: string) => {
+      const run = (await delay.getRecurring('outcome.every', 'job'))?.lastRun;
+      if (run) seen.add(run.outcome);
+      return run?.outcome === outcome ? run : undefined;
+    };
+    await delay.upsertRecurring('outcome.every', 'job', { every: '1s' });
+    await pollUntil(async () => (await lastRunIs('succeeded')) !== undefined, 'a run that succeeded', 15_000);
+    const succeeded = await lastRunIs('succeeded');
+    expect(succeeded?.attempt).toBe(1);
+    expect(succeeded?.lagMs).toBe((succeeded?.startedAt?.getTime() ?? NaN) - (succeeded?.scheduledAt.getTime() ?? NaN));
+    outcomes.mode = 'fail';
+    await pollUntil(async () => (await lastRunIs('dead')) !== undefined, 'a run that died after its 2 attempts', 15_000);
+    expect(seen.has('retrying')).toBe(true);
+    const dead = await lastRunIs('dead');
+    // Its second attempt started after the 1 s backoff: at least that late.
+    expect(dead).toMatchObject({ attempt: 2 });
+    expect(dead?.lagMs).toBeGreaterThanOrEqual(1_000);
+    outcomes.mode = 'sleep';
+    await pollUntil(async () => (await lastRunIs('skipped')) !== undefined, 'an occurrence skipped while the previous one works', 15_000);
+    expect((await delay.listRecurring('outcome.every'))[0].lastRun).not.toBeNull();
+    // Removing the schedule removes its last run: a schedule made again under the key starts with none.
+    outcomes.mode = 'ok';
+    await delay.removeRecurring('outcome.every', 'job');
+    await delay.upsertRecurring('outcome.every', 'job', { every: '1h' });
+    expect((await delay.getRecurring('outcome.every', 'job'))?.lastRun).toBeNull();
+    await delay.removeRecurring('outcome.every', 'job');
+  }, 60_000);
+
+  it('a rolling deploy drops @Recurring B: it fires once per instant while the old instance runs, and is removed once the old one is gone for the grace', async () => {
+    const config = { driver: { type: 'postgres' as const, connectionString: server.url, schema: fresh() }, shutdownTimeout: '1s', recurringOrphanGrace: '3s' };
+    const old = await bootDelayApp(config, [DeclaresA, DeclaresB]);
+    const app = await bootDelayApp(config, [DeclaresA, HandlesB]);
+    apps.push(app);
+    const delay = app.get(DelayService);
+    const count = (topic: string) => declaredRuns.filter((run) => run.startsWith(`${topic}@`)).length;
+    try {
+      // Both run for longer than the grace: the old instance's beats keep B declared.
+      const bothFrom = count('orphan.b');
+      await sleep(5_000);
+      expect(count('orphan.b')).toBeGreaterThanOrEqual(bothFrom + 3);
+      expect(await delay.getRecurring('orphan.b', 'default')).toMatchObject({ declared: true });
+    } finally {
+      await old.close();
+    }
+    // The old instance is gone: within the grace and a tick, B's tick is removed; A goes on.
+    await pollUntil(async () => (await delay.getRecurring('orphan.b', 'default')) === null, 'B removed as an orphan', 15_000);
+    expect(await delay.count('orphan.b')).toBeLessThanOrEqual(1); // at most an occurrence created just before
+    await sleep(300);
+    const [b, a] = [count('orphan.b'), count('orphan.a')];
+    await sleep(2_500);
+    expect(count('orphan.b')).toBe(b);
+    expect(count('orphan.a')).toBeGreaterThanOrEqual(a + 1);
+    expect(await delay.getRecurring('orphan.a', 'default')).toMatchObject({ declared: true, orphan: 'remove' });
+    // B's mark and last run went with it; A keeps its mark.
+    const schema = config.driver.schema;
+    expect(await server.admin(`SELECT topic FROM ${schema}.series_marks ORDER BY topic`, [], true)).toEqual([{ topic: 'orphan.a' }]);
+    expect(await server.admin(`SELECT topic FROM ${schema}.series_runs ORDER BY topic`, [], true)).toEqual([{ topic: 'orphan.a' }]);
+    // Exactly once per instant throughout.
+    expect(declaredRuns.length - new Set(declaredRuns).size).toBe(0);
+  }, 60_000);
+
   it('bad input is refused with a typed error and writes nothing', async () => {
     const { delay } = await boot();
     await expect(delay.upsertRecurring('reports.every', 'k', { every: '500ms' })).rejects.toMatchObject({ code: 'ERR_DELAY_INVALID_RECURRENCE' });
@@ -320,6 +426,47 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     } finally {
       await listener.end();
       await driver.drain(1_000);
+      await driver.close();
+    }
+  }, 30_000);
+
+  it('declaration marks on the driver: they only move later, a series without one gets one a grace ahead, and a passed one removes the series with its record, last run and mark', async () => {
+    const schema = fresh();
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
+    await driver.connect();
+    const marks = async (): Promise<Record<string, number>> =>
+      Object.fromEntries((await server.admin(`SELECT key, declared_until FROM ${schema}.series_marks`, [], true)).map((row) => [String(row.key), Number(row.declared_until)]));
+    const table = async (name: string): Promise<number> => Number((await server.admin(`SELECT count(*)::int AS n FROM ${schema}.${name}`, [], true))[0].n);
+    try {
+      const base = Date.now() + 3_600_000;
+      for (const key of ['k', 'fresh']) {
+        await driver.advanceSeries({ topic: 't', key, expect: { absent: true }, occurrences: [], overlap: 'skip', next: { due: { atMs: base }, payload: `${key}-1` } });
+      }
+      // A key given twice is marked once; a shorter mark does not move it back.
+      await driver.declareSeries('t', ['k', 'k'], 60_000);
+      const first = (await marks()).k;
+      expect(first).toBeGreaterThan(Date.now() + 30_000);
+      await driver.declareSeries('t', ['k'], 1_000);
+      expect((await marks()).k).toBe(first);
+      // A mark ahead: the step applies as usual (the skipped occurrence is recorded as the last run).
+      await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'k-1' }, occurrences: [{ key: 'k\u001ea', due: { atMs: base }, payload: undefined }], overlap: 'allow', next: undefined, orphanGraceMs: 3_000 });
+      const refused = await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'k-1' }, occurrences: [{ key: 'k\u001eb', due: { atMs: base }, payload: undefined }], overlap: 'skip', next: undefined, orphanGraceMs: 3_000 });
+      expect(refused).toEqual({ applied: true, created: [], skipped: ['k\u001eb'], cancelled: [] });
+      expect(await driver.lastSeriesRuns('t', ['k', 'fresh', 'none'])).toEqual([{ outcome: 'skipped', occurrenceKey: 'k\u001eb', startedAt: undefined, attempt: 0, at: expect.any(Number) }, null, null]);
+      // No mark yet: one is set a grace ahead.
+      const before = Date.now();
+      expect(await driver.advanceSeries({ topic: 't', key: 'fresh', expect: { payload: 'fresh-1' }, occurrences: [], overlap: 'skip', next: undefined, orphanGraceMs: 5_000 })).toMatchObject({ applied: true });
+      expect((await marks()).fresh).toBeGreaterThanOrEqual(before + 4_000);
+      // The mark has passed: the series is removed, and nothing else is done.
+      await server.admin(`UPDATE ${schema}.series_marks SET declared_until = declared_until - 120000 WHERE key = 'k'`, [], true);
+      const orphaned = await driver.advanceSeries({ topic: 't', key: 'k', expect: { payload: 'k-1' }, occurrences: [{ key: 'k\u001ec', due: { atMs: base }, payload: undefined }], overlap: 'allow', next: undefined, orphanGraceMs: 3_000 });
+      expect(orphaned).toEqual({ applied: true, created: [], skipped: [], cancelled: [], orphaned: true });
+      expect(await driver.get('t', 'k')).toBeNull();
+      expect(await driver.get('t', 'k\u001ec')).toBeNull();
+      expect(Object.keys(await marks())).toEqual(['fresh']);
+      expect(await table('series_runs')).toBe(0);
+      expect(Number((await server.admin(`SELECT count(*)::int AS n FROM ${schema}.series WHERE key = 'k'`, [], true))[0].n)).toBe(0);
+    } finally {
       await driver.close();
     }
   }, 30_000);

@@ -1,67 +1,8 @@
-import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayEvent, DelayService, OnRecurring, Recurring } from 'nestjs-delay';
+import { INestApplication } from '@nestjs/common';
+import { DelayEvent, DelayService } from 'nestjs-delay';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestRedisServer } from '../support/redis-server';
-import { expectNoDuplicates, Reports, Slow } from './support/recurring-handlers';
-
-/** Runs that wait for their signal (20 s at most), shared by the apps of one test: the order they started and were aborted in. */
-const abortLog = { started: [] as string[], aborted: [] as Array<{ key: string; reason: string | undefined }>, timedOut: 0 };
-
-@Injectable()
-class Abortable {
-  @OnRecurring('abortable.every')
-  async run({ occurrence, signal }: DelayContext): Promise<void> {
-    const key = occurrence?.key ?? '';
-    abortLog.started.push(key);
-    const outcome = await new Promise<'aborted' | 'timeout'>((resolve) => {
-      const timer = setTimeout(() => resolve('timeout'), 20_000);
-      signal.addEventListener('abort', () => (clearTimeout(timer), resolve('aborted')), { once: true });
-    });
-    if (outcome === 'timeout') abortLog.timedOut++;
-    else abortLog.aborted.push({ key, reason: (signal.reason as { reason?: string } | undefined)?.reason });
-  }
-}
-
-/** Succeeds, fails, or works 2.5 s, as the test says. */
-@Injectable()
-class Outcomes {
-  mode: 'ok' | 'fail' | 'sleep' = 'ok';
-
-  @OnRecurring('outcome.every', { attempts: 2, backoff: { type: 'fixed', delay: '1s' } })
-  async run(): Promise<void> {
-    if (this.mode === 'fail') throw new Error('failed on purpose');
-    if (this.mode === 'sleep') await sleep(2_500);
-  }
-}
-
-/** Runs of the declared schedules, `topic@instant`, by every app of the test. */
-const declaredRuns: string[] = [];
-
-@Injectable()
-class DeclaresA {
-  @Recurring('orphan.a', { every: '1s' })
-  run({ topic, occurrence }: DelayContext): void {
-    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
-  }
-}
-
-/** The old code: B is declared. */
-@Injectable()
-class DeclaresB {
-  @Recurring('orphan.b', { every: '1s' })
-  run({ topic, occurrence }: DelayContext): void {
-    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
-  }
-}
-
-/** The new code: B's topic is still handled, but no longer declared. */
-@Injectable()
-class HandlesB {
-  @OnRecurring('orphan.b')
-  run({ topic, occurrence }: DelayContext): void {
-    declaredRuns.push(`${topic}@${occurrence?.scheduledAt.getTime()}`);
-  }
-}
+import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, expectNoDuplicates, HandlesB, Outcomes, Reports, Slow } from './support/recurring-handlers';
 
 describe('recurring schedules on the Redis driver (real redis-server)', () => {
   let redis: TestRedisServer;

@@ -305,7 +305,7 @@ export interface DelayConsumer {
    * Optional: the arming a run was delivered under is gone (cancelled, or
    * re-armed) while its handler still runs, so its outcome will be ignored;
    * the consumer may tell the handler to stop. `token` is the delivery's.
-   * Drivers call it as soon as they learn it (the wheel at once, Redis at the
+   * Drivers call it as soon as they learn it (the wheel at once, Redis and PostgreSQL at the
    * lease renewal that finds the token changed), never from inside another
    * call of the consumer's; a second call for the same run does nothing.
    */

@@ -332,7 +332,8 @@ $fn$;
 
 -- ---- Recurring actions ---------------------------------------------------
 -- (Kept in a block of its own: the one atomic step of a recurring series,
--- advanceSeries, and what the claim needs to take ticks without a slot.)
+-- advanceSeries, what the claim needs to take ticks without a slot, the
+-- series' last runs and their declaration marks.)
 
 -- A series' tick is an ordinary action under the series key, marked here: a
 -- claim takes due ticks besides its handler slots, so long handlers cannot
@@ -351,6 +352,35 @@ CREATE TABLE __schema__.series (
   PRIMARY KEY (topic, key)
 );
 
+-- ---- Recurring: last runs and declaration marks ----
+-- The last run of each series: written by the statement that records an
+-- occurrence's outcome (complete, retry, bury: no round trip of its own), and
+-- by advance_series for an occurrence the overlap policy refused ('skipped',
+-- no start, attempt 0). Only while the series exists: a removed series has no
+-- row here, and an occurrence finishing after its removal records nothing.
+CREATE TABLE __schema__.series_runs (
+  topic text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  outcome text NOT NULL CHECK (outcome IN ('succeeded', 'retrying', 'dead', 'skipped')),
+  occurrence text COLLATE "C" NOT NULL,
+  started_at bigint,
+  attempt integer NOT NULL,
+  at bigint NOT NULL,
+  PRIMARY KEY (topic, key)
+);
+
+-- Until when a running instance declares a series in code (declareSeries,
+-- every third of the orphan grace); a mark only moves later. advance_series,
+-- given a grace, removes a series whose mark has passed: no running instance
+-- declares it any more.
+CREATE TABLE __schema__.series_marks (
+  topic text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  declared_until bigint NOT NULL,
+  PRIMARY KEY (topic, key)
+);
+-- ---- end last runs and declaration marks ----
+
 -- advance_series: the one atomic step of a recurring series (the
 -- advanceSeries contract in delay-driver.interface.ts). Applied only if
 -- p_expect holds: 'token' (the tick is running under that token), 'payload'
@@ -359,14 +389,18 @@ CREATE TABLE __schema__.series (
 -- occurrences, each occurrence is created unless an action has its key, the
 -- previous ones are cancelled for 'cancelPrevious', and the tick is re-armed
 -- under a new token (p_next 'delay' or 'at'), removed with the series' row
--- ('remove') or left ('keep'). Status 1 applied, 0 the condition did not
--- hold (nothing changed), -3 the series key holds a batch. Notifies the wake
--- channel once, when the earliest new due time is earlier than the topic's
--- earliest before, as schedule does.
+-- ('remove') or left ('keep'). With p_orphan_grace > 0 (a series declared in
+-- code, orphan policy 'remove'), a series whose declaration mark has passed is
+-- removed instead (tick, series row, last run, mark: status 2), and a series
+-- without a mark gets one that far ahead. Status 1 applied, 0 the condition
+-- did not hold (nothing changed), -3 the series key holds a batch. Notifies
+-- the wake channel once, when the earliest new due time is earlier than the
+-- topic's earliest before, as schedule does.
 CREATE FUNCTION __schema__.advance_series(
   p_topic text, p_key text, p_expect text, p_expect_value text, p_overlap text,
   p_next text, p_next_value bigint, p_next_payload text,
-  p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[]
+  p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[],
+  p_orphan_grace bigint
 ) RETURNS TABLE (status integer, created text[], skipped text[], cancelled text[], soonest bigint, now_ms bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -387,6 +421,7 @@ DECLARE
   v_cancelled text[] := '{}';
   v_armed boolean := false;
   v_member text;
+  v_mark bigint;
 BEGIN
   -- The tick's row lock serialises the steps of one series.
   SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
@@ -403,6 +438,23 @@ BEGIN
     RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN;
   END IF;
   IF v_found AND v_row.batch THEN RETURN QUERY SELECT -3, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN; END IF;
+
+  -- ---- orphans: the declaration mark (locked, so a beat committing now is seen or waits) ----
+  IF p_orphan_grace > 0 THEN
+    SELECT m.declared_until INTO v_mark FROM __schema__.series_marks m WHERE m.topic = p_topic AND m.key = p_key FOR UPDATE;
+    IF NOT FOUND THEN
+      INSERT INTO __schema__.series_marks AS m (topic, key, declared_until) VALUES (p_topic, p_key, v_now + p_orphan_grace)
+      ON CONFLICT (topic, key) DO UPDATE SET declared_until = greatest(m.declared_until, excluded.declared_until);
+    ELSIF v_mark < v_now THEN
+      -- No running instance declares it any more: removed, as removeRecurring would, and nothing else happens.
+      DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key;
+      DELETE FROM __schema__.series s WHERE s.topic = p_topic AND s.key = p_key;
+      DELETE FROM __schema__.series_runs r WHERE r.topic = p_topic AND r.key = p_key;
+      DELETE FROM __schema__.series_marks m WHERE m.topic = p_topic AND m.key = p_key;
+      RETURN QUERY SELECT 2, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN;
+    END IF;
+  END IF;
+  -- ---- end orphans ----
 
   SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
 
@@ -457,9 +509,18 @@ BEGIN
     END IF;
   END LOOP;
 
+  -- An occurrence refused by the overlap policy is the series' last run.
+  IF v_refused THEN
+    INSERT INTO __schema__.series_runs AS r (topic, key, outcome, occurrence, started_at, attempt, at)
+    VALUES (p_topic, p_key, 'skipped', p_keys[v_count], NULL, 0, v_now)
+    ON CONFLICT (topic, key) DO UPDATE SET outcome = excluded.outcome, occurrence = excluded.occurrence, started_at = NULL, attempt = 0, at = excluded.at;
+  END IF;
+
   IF p_next = 'remove' THEN
     DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key;
     DELETE FROM __schema__.series s WHERE s.topic = p_topic AND s.key = p_key;
+    DELETE FROM __schema__.series_runs r WHERE r.topic = p_topic AND r.key = p_key;
+    DELETE FROM __schema__.series_marks m WHERE m.topic = p_topic AND m.key = p_key;
   ELSE
     IF p_next IN ('delay', 'at') AND NOT v_armed THEN
       v_at := CASE WHEN p_next = 'at' THEN p_next_value ELSE v_now + p_next_value END;

@@ -34,10 +34,37 @@ export interface PostgresStatements {
   readonly topicHealth: string;
   readonly now: string;
   readonly advanceSeries: string;
+  readonly completeOccurrences: string;
+  readonly retryOccurrence: string;
+  readonly buryOccurrence: string;
+  readonly declareSeries: string;
+  readonly lastSeriesRuns: string;
 }
 
 /** The columns a reader of actions needs. */
 const ACTION_COLUMNS = 'a.member, a.key, a.token, a.attempt, a.due_at, a.state, a.payload, a.batch, a.items, a.trace, a.tick';
+
+// ---- Recurring: last runs ----
+/**
+ * A CTE, `ran`, that records the last run of the recurring series whose
+ * occurrences `source` (a CTE of the same statement) names: rows of member,
+ * attempt (the one that ended), started (the run's start, null unless the
+ * member is an occurrence) and n (order: the latest wins when one statement
+ * records two runs of one series). The series key is the member up to U+001E.
+ * Only a series that still exists is recorded. Written into the statement that
+ * records the outcome, so it costs no round trip.
+ */
+function recordSeriesRuns(s: string, source: string, outcome: string): string {
+  return `ran AS (
+        INSERT INTO ${s}.series_runs AS x (topic, key, outcome, occurrence, started_at, attempt, at)
+        SELECT DISTINCT ON (k.key) $1::text, k.key, '${outcome}', k.member, k.started, k.attempt, ${s}.clock_ms(false)
+        FROM (SELECT g.member, split_part(g.member, chr(30), 1) AS key, g.started, g.attempt, g.n FROM ${source} g WHERE g.started IS NOT NULL) k
+        WHERE EXISTS (SELECT 1 FROM ${s}.series e WHERE e.topic = $1::text AND e.key = k.key)
+        ORDER BY k.key, k.n DESC
+        ON CONFLICT (topic, key) DO UPDATE SET outcome = excluded.outcome, occurrence = excluded.occurrence, started_at = excluded.started_at,
+          attempt = excluded.attempt, at = excluded.at)`;
+}
+// ---- end last runs ----
 
 export function postgresStatements(schema: string): PostgresStatements {
   const s = schema;
@@ -127,8 +154,15 @@ export function postgresStatements(schema: string): PostgresStatements {
       ON CONFLICT (topic, id) DO UPDATE SET key = excluded.key, payload = excluded.payload, batch = excluded.batch, items = excluded.items,
         due_at = excluded.due_at, attempts = excluded.attempts, error = excluded.error, died_at = excluded.died_at
       RETURNING 1`,
-    extend: `UPDATE ${s}.actions a SET lease_until = ${s}.clock_ms(false) + $2::bigint FROM unnest($3::text[], $4::bigint[]) AS r(member, token)
-      WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token AND a.state = 'running'`,
+    // ---- lease renewal, reporting runs whose arming is gone ----
+    // $1 topic, $2 lease ms, $3 members, $4 tokens. Returns the members not renewed: their row is gone or holds another
+    // token (cancelled, re-armed, finished by this instance meanwhile); the consumer tells the runs still going.
+    extend: `WITH renewed AS (
+        UPDATE ${s}.actions a SET lease_until = ${s}.clock_ms(false) + $2::bigint FROM unnest($3::text[], $4::bigint[]) AS r(member, token)
+        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token AND a.state = 'running'
+        RETURNING a.member)
+      SELECT r.member FROM unnest($3::text[]) AS r(member) WHERE NOT EXISTS (SELECT 1 FROM renewed n WHERE n.member = r.member)`,
+    // ---- end lease renewal ----
     // At shutdown: runs still going are handed back, due at once, same attempt, under a new token; every instance is told.
     release: `WITH back AS (
         UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), lease_until = NULL, claim_id = NULL
@@ -161,9 +195,50 @@ export function postgresStatements(schema: string): PostgresStatements {
       FROM unnest($1::text[]) AS t(topic)`,
     now: `SELECT ${s}.clock_ms(false) AS now_ms`,
     // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
-    // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads (see advance_series in the migrations), $13 in a transaction.
+    // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads, $13 orphan grace ms (0: none)
+    // (see advance_series in the migrations), $14 in a transaction.
     // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own.
-    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($13::boolean) AS guard
-      FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[]) r`,
+    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::boolean) AS guard
+      FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[],
+        $13::bigint) r`,
+    // ---- outcomes of recurring occurrences: the same, and the schedule's last run (recordSeriesRuns) ----
+    // Used only when a run is a recurring occurrence's, so the outcomes of one-off actions pay nothing for it.
+    // completeOccurrences: $1 topic, $2 members, $3 tokens, $4 start times (null for a run that is no occurrence).
+    completeOccurrences: `WITH gone AS (
+        DELETE FROM ${s}.actions a USING unnest($2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS r(member, token, started, n)
+        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token
+        RETURNING a.member, a.attempt, r.started, r.n),
+      ${recordSeriesRuns(s, 'gone', 'succeeded')}
+      SELECT count(*)::integer AS completed FROM gone`,
+    // retryOccurrence: $1 topic, $2 member, $3 token, $4 backoff ms, $5 start time.
+    retryOccurrence: `WITH moved AS (
+        UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1,
+          due_at = ${s}.clock_ms(false) + $4::bigint, lease_until = NULL, claim_id = NULL
+        WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
+        RETURNING a.member, a.due_at, a.attempt - 1 AS attempt, $5::bigint AS started, 1 AS n),
+      ${recordSeriesRuns(s, 'moved', 'retrying')}
+      SELECT m.due_at FROM moved m`,
+    // buryOccurrence: $1 topic, $2 member, $3 token, $4 error, $5 start time.
+    buryOccurrence: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
+      gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
+        RETURNING a.*, $5::bigint AS started, 1 AS n),
+      ${recordSeriesRuns(s, 'gone', 'dead')}
+      INSERT INTO ${s}.dead AS d (topic, id, key, payload, batch, items, due_at, attempts, error, died_at)
+      SELECT g.topic, g.member, g.key, g.payload, g.batch, g.items, g.due_at, g.attempt, $4::text, c.now FROM gone g, clock c
+      ON CONFLICT (topic, id) DO UPDATE SET key = excluded.key, payload = excluded.payload, batch = excluded.batch, items = excluded.items,
+        due_at = excluded.due_at, attempts = excluded.attempts, error = excluded.error, died_at = excluded.died_at
+      RETURNING 1`,
+    // ---- end outcomes of recurring occurrences ----
+    // ---- Recurring: declaration marks and last runs ----
+    // $1 topic, $2 series keys, $3 ms from now. A mark only moves later. Keys in code point order, once each: two
+    // instances declaring the same series lock their rows in the same order (no deadlock).
+    declareSeries: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now)
+      INSERT INTO ${s}.series_marks AS m (topic, key, declared_until)
+      SELECT $1::text, k.key, c.now + $3::bigint FROM (SELECT DISTINCT unnest($2::text[]) COLLATE "C" AS key) k, clock c ORDER BY k.key
+      ON CONFLICT (topic, key) DO UPDATE SET declared_until = excluded.declared_until WHERE m.declared_until < excluded.declared_until`,
+    // $1 topic, $2 series keys: one row per key, in order, all null where none is recorded.
+    lastSeriesRuns: `SELECT r.outcome, r.occurrence, r.started_at, r.attempt, r.at FROM unnest($2::text[]) WITH ORDINALITY AS k(key, n)
+      LEFT JOIN ${s}.series_runs r ON r.topic = $1::text AND r.key = k.key ORDER BY k.n`,
+    // ---- end declaration marks and last runs ----
   };
 }

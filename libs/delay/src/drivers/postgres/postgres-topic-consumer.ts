@@ -3,6 +3,7 @@ import { ClaimTimer } from '../claim-timer';
 import { Logger } from '@nestjs/common';
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
+import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 import { describeError } from '../../utils/describe-error';
 import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
@@ -56,7 +57,7 @@ export class PostgresTopicConsumer {
   private lockedLooks = 0;
   private waitingForRoom = false;
   private claimQueued = false;
-  private acks: Array<{ member: string; token: string }> = [];
+  private acks: Array<{ member: string; token: string; startedAt: number | null }> = [];
   private ackFlush: Promise<void> | undefined;
   /** Kept when a claim's reply did not arrive (the statement may have committed): the next claim asks for what it took. */
   private claimId: string | undefined;
@@ -120,6 +121,21 @@ export class PostgresTopicConsumer {
   runningLeases(): { members: string[]; tokens: string[] } {
     return { members: [...this.running.values()], tokens: [...this.running.keys()].map((delivery) => delivery.token) };
   }
+
+  // ---- runs whose arming is gone ----
+  /**
+   * Runs going on here whose arming is gone (cancelled, re-armed): the
+   * consumer is told, so their handlers' signals fire. `members` come from a
+   * lease renewal that found their token changed, or from a cancelPrevious
+   * made here.
+   */
+  revoke(members: readonly string[]): void {
+    const { consumer } = this;
+    if (members.length === 0 || !consumer.revoke) return;
+    const gone = new Set(members);
+    for (const [delivery, member] of this.running) if (gone.has(member)) consumer.revoke(delivery.topic, delivery.key, delivery.token);
+  }
+  // ---- end runs whose arming is gone ----
 
   private async claim(): Promise<void> {
     if (this.stopped) return;
@@ -272,26 +288,33 @@ export class PostgresTopicConsumer {
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { topic } = this.settings;
     const what = `"${topic}" / "${delivery.key}"`;
-    if (outcome.kind === 'completed') return this.ack(member, delivery.token);
+    // An occurrence of a recurring schedule: the outcome statement also records it as the schedule's last run.
+    const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
+    if (outcome.kind === 'completed') return this.ack(member, delivery.token, startedAt);
     if (outcome.kind === 'retry') {
-      return this.record(this.sql.retry, [topic, member, delivery.token, outcome.delayMs], what, (rows) => {
+      const [sql, params] = startedAt === null ? [this.sql.retry, [topic, member, delivery.token, outcome.delayMs]] : [this.sql.retryOccurrence, [topic, member, delivery.token, outcome.delayMs, startedAt]];
+      return this.record(sql, params, what, (rows) => {
         // The retry is this topic's, consumed here: the local timer is told, no notification is needed.
         if (rows.length > 0) this.wake(int(rows[0].due_at));
       });
     }
-    return this.record(this.sql.bury, [topic, member, delivery.token, outcome.error], what);
+    if (startedAt === null) return this.record(this.sql.bury, [topic, member, delivery.token, outcome.error], what);
+    return this.record(this.sql.buryOccurrence, [topic, member, delivery.token, outcome.error, startedAt], what);
   }
 
   /** Acks every run completed in the same turn of the event loop with one statement. */
-  private ack(member: string, token: string): Promise<void> {
-    this.acks.push({ member, token });
+  private ack(member: string, token: string, startedAt: number | null): Promise<void> {
+    this.acks.push({ member, token, startedAt });
     if (!this.ackFlush) {
       this.ackFlush = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
         const acks = this.acks;
         this.acks = [];
         this.ackFlush = undefined;
         const params = [this.settings.topic, acks.map((ack) => ack.member), acks.map((ack) => ack.token)];
-        return this.record(this.sql.complete, params, `${acks.length} completed run(s) of "${this.settings.topic}"`);
+        const what = `${acks.length} completed run(s) of "${this.settings.topic}"`;
+        // Only a batch holding a recurring occurrence's run takes the statement that also writes last runs.
+        if (acks.every((ack) => ack.startedAt === null)) return this.record(this.sql.complete, params, what);
+        return this.record(this.sql.completeOccurrences, [...params, acks.map((ack) => ack.startedAt)], what);
       });
     }
     return this.ackFlush;

@@ -15,6 +15,7 @@ import {
   ScheduleCommand,
   ScheduleManyCommand,
   ScheduleResult,
+  SeriesRunRecord,
   StoredAction,
   StoredDeadAction,
 } from '../../interfaces/delay-driver.interface';
@@ -309,19 +310,55 @@ export class PostgresDriver implements DelayDriver {
       dues.map(([absolute]) => absolute),
       dues.map(([, value]) => value),
       command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
+      command.orphanGraceMs ?? 0,
       inTx,
     ]);
     const row = rows[0];
     this.sawNow(row.now_ms);
     const status = int(row.status);
     if (status === -3) throw new ActionKindConflictError(topic, key, 'batch');
+    if (status === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
     if (status !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
+    const cancelled = texts(row.cancelled);
+    // A cancelled occurrence running here is told now; one running on another instance, or cancelled in the caller's
+    // transaction (which may yet roll back), learns it at its next lease renewal.
+    if (cancelled.length > 0 && !command.transaction) this.consumers.get(topic)?.revoke(cancelled);
     // This instance's consumer need not wait for a notification: a re-armed tick that is not the topic's
     // earliest due time notifies no one, and a consumer whose slots are all busy sleeps until its next tick.
     // In the caller's transaction, the notification (sent at its commit, none at a rollback) is the only wake-up.
     if (!command.transaction && row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
-    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled: texts(row.cancelled) };
+    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled };
   }
+
+  // ---- Recurring: declaration marks and last runs ----
+
+  /** Marks these series declared in code until `forMs` from the database's now (a mark only moves later): one statement. */
+  async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
+    // A key PostgreSQL cannot store can have no tick either.
+    const storable = keys.filter((key) => !hasNul(key));
+    if (storable.length === 0) return;
+    await this.connection.query(this.sql.declareSeries, [topic, storable, Math.ceil(forMs)]);
+  }
+
+  /** The last run of each series, as the outcome statements (and advance_series, for a skipped one) recorded it: one read. */
+  async lastSeriesRuns(topic: string, keys: readonly string[]): Promise<ReadonlyArray<SeriesRunRecord | null>> {
+    if (keys.length === 0) return [];
+    const storable = keys.map((key) => (hasNul(key) ? '' : key));
+    const rows = await this.connection.query(this.sql.lastSeriesRuns, [topic, storable]);
+    return rows.map((row, n): SeriesRunRecord | null =>
+      row.outcome === null || storable[n] === ''
+        ? null
+        : {
+            outcome: String(row.outcome) as SeriesRunRecord['outcome'],
+            occurrenceKey: String(row.occurrence),
+            startedAt: row.started_at === null ? undefined : int(row.started_at),
+            attempt: int(row.attempt),
+            at: int(row.at),
+          },
+    );
+  }
+
+  // ---- end declaration marks and last runs ----
 
   /** The database reachable (its clock read within 2 s), the round trip, and per topic consumed here its consumer and lag. Never rejects. */
   async health(): Promise<DriverHealth> {
@@ -483,9 +520,12 @@ export class PostgresDriver implements DelayDriver {
           .filter((topicConsumer) => topicConsumer.holdsLeases)
           .map((topicConsumer) => {
             const { members, tokens } = topicConsumer.leases();
-            return this.connection.query(this.sql.extend, [topicConsumer.topic, this.leaseMs, members, tokens]).catch((error: unknown) => {
-              this.logger.warn(`Could not renew leases: ${describeError(error)}`);
-            });
+            return this.connection
+              .query(this.sql.extend, [topicConsumer.topic, this.leaseMs, members, tokens])
+              .then((lost) => topicConsumer.revoke(lost.map((row) => String(row.member))))
+              .catch((error: unknown) => {
+                this.logger.warn(`Could not renew leases: ${describeError(error)}`);
+              });
           }),
       );
     } finally {
