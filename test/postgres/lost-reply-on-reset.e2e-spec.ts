@@ -107,9 +107,12 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     proxy = await TcpFaultProxy.start(server.port);
     const reset = proxy.resetOnReply('USING unnest($2::text[], $3::bigint[]) AS r(member, token)');
     await instance(schema, proxiedUrl(proxy.port), true);
-    await instance(schema, server.url, true);
     for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
     await pollUntil(() => reset.at.length === 1, 'a completion to be reset', 5_000, 10);
+    // A second, healthy instance, started once the proxied one has completed through the proxy (started
+    // before, on a busy machine it could take every action and leave no completion to reset): it would take
+    // the actions over (as attempt 2) if their leases ran out before the completion was sent again.
+    await instance(schema, server.url, true);
     await pollUntil(async () => (await producer.count(TOPIC)) === 0, 'every action acked', 8_000, 10);
     const ackedAfter = Date.now() - reset.at[0];
     const outcome = await settled(producer);
