@@ -59,7 +59,7 @@ export function postgresStatements(schema: string): PostgresStatements {
       ORDER BY d.died_at, d.id LIMIT $2::integer OFFSET $3::integer`,
     countDead: `SELECT count(*)::integer AS n FROM ${s}.dead d WHERE d.topic = $1::text`,
     redrive: `SELECT ${s}.redrive($1::text, $2::text) AS status`,
-    // $1 topic, $2 limit, $3 lease ms, $4 claim id. First, runs whose lease expired (their instance died or
+    // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 resume point (see below) or null. First, runs whose lease expired (their instance died or
     // stalled) go back to waiting as a new attempt under a new token; they are claimable by the next claim.
     // Then up to $2 due actions of an unpaused topic are leased, earliest first, skipping rows another
     // transaction holds. An open batch is closed as it is claimed: re-filed under its own id.
@@ -76,6 +76,13 @@ export function postgresStatements(schema: string): PostgresStatements {
     // not see: it is left waiting for the next claim, never taken twice (the UPDATE also checks `waiting`).
     // When the claim is full, the consumer claims again at once: `next_at` and `more_due` are then not
     // computed (null and true); a claim that then finds nothing reports them.
+    // $5, the drain's resume point, or null: the due time of the last row the consumer's previous (full) claim
+    // took. The claim then starts its scan there instead of at the topic's first entry, past the index entries
+    // of every row claimed before in the drain, which a long transaction elsewhere keeps from being cleaned
+    // (each one costs a heap visit while any snapshot may still see it). Rows left behind (re-armed with an
+    // earlier due time, held by another transaction, put back) are taken by a claim without it: the consumer
+    // sends null when its last claim was not full, after a wake (a write made the topic's earliest due time
+    // earlier, runs were handed back), after runs were revived, and at least once a second.
     // ---- end drain ----
     claim: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
       revived AS (
@@ -86,7 +93,7 @@ export function postgresStatements(schema: string): PostgresStatements {
         RETURNING 1),
       picked AS (
         SELECT w.ctid AS row_id FROM ${s}.actions w
-        WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= (SELECT now FROM clock) AND $2::integer > 0 AND NOT ${paused}
+        WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= (SELECT now FROM clock) AND w.due_at >= coalesce($5::bigint, -9223372036854775807) AND $2::integer > 0 AND NOT ${paused}
         ORDER BY w.due_at, w.member LIMIT $2::integer FOR UPDATE OF w SKIP LOCKED),
       claimed AS (
         UPDATE ${s}.actions a SET state = 'running', lease_until = (SELECT now FROM clock) + $3::bigint, claim_id = $4::text, cancel_by_key = false,

@@ -10,6 +10,9 @@ import { PostgresConnection, Row } from './postgres-connection';
 import { int, toDelivery } from './postgres-rows';
 import { PostgresStatements } from './postgres-statements';
 
+/** A drain's claims start their scan where the last one ended, but one claim at least this often starts at the topic's first row. */
+const FULL_SCAN_EVERY_MS = 1_000;
+
 /** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
@@ -57,6 +60,14 @@ export class PostgresTopicConsumer {
   private ackFlush: Promise<void> | undefined;
   /** Kept when a claim's reply did not arrive (the statement may have committed): the next claim asks for what it took. */
   private claimId: string | undefined;
+  /** Due time of the last row a full claim took: where the next claim of the drain starts its scan (see the claim statement). */
+  private resumeAt: number | null = null;
+  private lastFullScanAt = 0;
+  /**
+   * The next claim scans from the topic's first row: something may be due before the resume point (a wake: a
+   * write made the topic's earliest due time earlier, or runs were handed back; runs whose lease expired).
+   */
+  private scanFromStart = true;
 
   constructor(
     private readonly settings: PostgresConsumerSettings,
@@ -86,12 +97,14 @@ export class PostgresTopicConsumer {
   /** Something is due at `at` (database ms): make sure we look by then. */
   wake(at: number): void {
     if (this.stopped) return;
+    this.scanFromStart = true;
     if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
     else this.timer.armAt(at);
   }
 
   /** Looks now: at start, after the LISTEN connection came back. */
   kick(): void {
+    this.scanFromStart = true;
     void this.claim();
   }
 
@@ -141,7 +154,10 @@ export class PostgresTopicConsumer {
       if (this.claimId !== undefined) recovered = await this.connection.query(this.sql.recover, [topic, this.claimId, leaseMs]);
       const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
       sentAt = Date.now();
-      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recovered.length), leaseMs, claimId]);
+      const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
+      this.scanFromStart = false;
+      if (resumeAt === null) this.lastFullScanAt = sentAt;
+      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recovered.length), leaseMs, claimId, resumeAt]);
       this.failures = 0;
       this.claimId = undefined;
     } catch (error) {
@@ -161,7 +177,15 @@ export class PostgresTopicConsumer {
     // timer that much late); at most the way there is added, and a timer that fires a little early finds
     // nothing due and is armed again.
     this.clockSkew.value = now - sentAt;
-    const taken = [...recovered, ...rows.filter((row) => row.member !== null)];
+    const claimed = rows.filter((row) => row.member !== null);
+    const taken = [...recovered, ...claimed];
+    // Rows come back in no particular order: the resume point is the latest due time among them.
+    this.resumeAt = null;
+    if (claimed.length > 0 && claimed.length >= limit - recovered.length) {
+      this.resumeAt = Math.max(...claimed.map((row) => int(row.due_at)));
+    }
+    // Revived runs keep their due time, before the resume point.
+    if (int(head.revived) > 0) this.scanFromStart = true;
     try {
       for (const row of taken) {
         try {
