@@ -163,6 +163,8 @@ export class PostgresTopicConsumer {
     } catch (error) {
       // The server refused the statement itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
+      // A wake this claim consumed is not lost with it.
+      this.scanFromStart = true;
       this.used -= limit;
       this.claiming = false;
       this.inFlight.leave();
