@@ -154,6 +154,24 @@ describe('postgres: operations and migrations', () => {
     expect(survivor.worker.runs.map((run) => [run.key, run.attempt])).toEqual([['slow-handed-back', 1]]);
   });
 
+  it('a drain resumes each claim where the last ended, yet an action due earlier than that is not left for the end', async () => {
+    const schema = fresh();
+    slowMs = 25;
+    const { delay, worker } = await boot(schema);
+    // 400 runs of 25 ms, 4 at a time: a drain of a few seconds, claimed 4 by 4, each claim resuming where the last ended.
+    const dueAt = new Date(Date.now() + 300);
+    await delay.scheduleMany(TOPIC, Array.from({ length: 400 }, (_, n) => ({ key: `slow-${String(n).padStart(3, '0')}`, at: dueAt })));
+    await pollUntil(() => worker.runs.length >= 20, 'the drain to start', 10_000);
+    // Due before everything the drain has taken so far: behind every later claim's resume point.
+    await delay.schedule(TOPIC, 'early', { at: new Date(dueAt.getTime() - 100) });
+    await pollUntil(() => worker.runs.length === 401, 'the drain and the early action', 60_000);
+    const early = worker.runs.findIndex((run) => run.key === 'early');
+    // At most a second's worth of claims goes by before a claim scans from the topic's first row again (about 160 runs here).
+    expect(early).toBeGreaterThan(0);
+    expect(early).toBeLessThan(360);
+    expect(new Set(worker.runs.map((run) => run.key)).size).toBe(401);
+  }, 90_000);
+
   it('reports created, replaced and kept; a key given twice in one scheduleMany sees its first arming', async () => {
     const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema: fresh() });
     await driver.connect();

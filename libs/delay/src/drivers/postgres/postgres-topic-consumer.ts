@@ -13,6 +13,8 @@ import { PostgresStatements } from './postgres-statements';
 
 /** Recurring ticks one claim takes besides its handler slots (the claim statement's $5). */
 const TICKS_PER_CLAIM = 64;
+/** A drain's claims start their scan where the last one ended, but one claim at least this often starts at the topic's first row. */
+const FULL_SCAN_EVERY_MS = 1_000;
 
 /** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
@@ -61,6 +63,14 @@ export class PostgresTopicConsumer {
   private ackFlush: Promise<void> | undefined;
   /** Kept when a claim's reply did not arrive (the statement may have committed): the next claim asks for what it took. */
   private claimId: string | undefined;
+  /** Due time of the last row a full claim took: where the next claim of the drain starts its scan (see the claim statement). */
+  private resumeAt: number | null = null;
+  private lastFullScanAt = 0;
+  /**
+   * The next claim scans from the topic's first row: something may be due before the resume point (a wake: a
+   * write made the topic's earliest due time earlier, or runs were handed back; runs whose lease expired).
+   */
+  private scanFromStart = true;
 
   constructor(
     private readonly settings: PostgresConsumerSettings,
@@ -90,12 +100,14 @@ export class PostgresTopicConsumer {
   /** Something is due at `at` (database ms): make sure we look by then. */
   wake(at: number): void {
     if (this.stopped) return;
+    this.scanFromStart = true;
     if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
     else this.timer.armAt(at);
   }
 
   /** Looks now: at start, after the LISTEN connection came back. */
   kick(): void {
+    this.scanFromStart = true;
     void this.claim();
   }
 
@@ -161,12 +173,17 @@ export class PostgresTopicConsumer {
       const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
       sentAt = Date.now();
       const recoveredSlots = recovered.filter((row) => row.tick !== true).length;
-      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recoveredSlots), leaseMs, claimId, TICKS_PER_CLAIM]);
+      const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
+      this.scanFromStart = false;
+      if (resumeAt === null) this.lastFullScanAt = sentAt;
+      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recoveredSlots), leaseMs, claimId, TICKS_PER_CLAIM, resumeAt]);
       this.failures = 0;
       this.claimId = undefined;
     } catch (error) {
       // The server refused the statement itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
+      // A wake this claim consumed is not lost with it.
+      this.scanFromStart = true;
       this.used -= limit;
       this.claiming = false;
       this.inFlight.leave();
@@ -181,7 +198,17 @@ export class PostgresTopicConsumer {
     // timer that much late); at most the way there is added, and a timer that fires a little early finds
     // nothing due and is armed again.
     this.clockSkew.value = now - sentAt;
-    const taken = [...recovered, ...rows.filter((row) => row.member !== null)];
+    const claimed = rows.filter((row) => row.member !== null);
+    const taken = [...recovered, ...claimed];
+    // Rows come back in no particular order: the resume point is the latest due time among them. Ticks are
+    // claimed apart (never from the resume point), so only the slotted rows count.
+    const claimedSlotted = claimed.filter((row) => row.tick !== true);
+    this.resumeAt = null;
+    if (claimedSlotted.length > 0 && claimedSlotted.length >= limit - recovered.filter((row) => row.tick !== true).length) {
+      this.resumeAt = Math.max(...claimedSlotted.map((row) => int(row.due_at)));
+    }
+    // Revived runs keep their due time, before the resume point.
+    if (int(head.revived) > 0) this.scanFromStart = true;
     // A recurring tick holds no handler slot.
     let slotted = 0;
     let ticks = 0;
