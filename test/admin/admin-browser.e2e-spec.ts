@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BrowserContext, chromium, Page } from 'playwright-core';
-import { AdminTestApp, eventually, EXPORT, INVOICE, killAction, startAdminApp } from './support/admin-test-app';
+import { AdminTestApp, eventually, EXPORT, INVOICE, killAction, REPORTS, startAdminApp } from './support/admin-test-app';
 
 /**
  * The admin page in a real headless Chromium (Debian's package; nothing is
@@ -75,6 +75,21 @@ describe('admin page in a browser', () => {
     await eventually('the redriven export ran', () => target.handlers.ranOk(EXPORT, 'nightly-2026-11-23'));
     await page.reload();
     await expectVisible(page, 'text=No dead actions.');
+  });
+
+  it('pauses a recurring schedule from its row: the row then shows it paused, with Resume', async () => {
+    await target.delay.upsertRecurring(REPORTS, 'weekly', { cron: '0 9 * * 1', timeZone: 'America/New_York' });
+    const page = await open('admin');
+    await page.goto(`${target.baseUrl}/admin/delays`);
+    await page.locator('tr', { has: page.locator(`code:text-is("${REPORTS}")`) }).locator('a:text-is("recurring")').click();
+    await page.waitForURL(`**/admin/delays/topics/${REPORTS}/schedules`);
+    const row = page.locator('tr', { has: page.locator('code:text-is("weekly")') });
+    expect(await row.locator('td[data-label="Recurrence"]').innerText()).toBe('0 9 * * 1 America/New_York');
+    await row.locator('button:text-is("Pause")').click();
+    await page.waitForURL(/done=schedule-pause/);
+    await expectVisible(page, 'tr:has(code:text-is("weekly")) .badge.paused');
+    await expectVisible(page, 'tr:has(code:text-is("weekly")) button:text-is("Resume")');
+    expect((await target.delay.getRecurring(REPORTS, 'weekly'))?.paused).toBe(true);
   });
 
   it('a write the guard does not allow is refused with 403, and nothing changes', async () => {

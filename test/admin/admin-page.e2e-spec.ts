@@ -2,7 +2,7 @@ import { Test } from '@nestjs/testing';
 import { AdminGuardRequiredError, DelayError, DelayModule, InvalidAdminOptionsError } from 'nestjs-delay';
 import { DelayAdminModule } from 'nestjs-delay/admin';
 import request from 'supertest';
-import { AdminTestApp, eventually, EXPORT, INVOICE, killAction, startAdminApp } from './support/admin-test-app';
+import { AdminTestApp, DIGEST, eventually, EXPORT, INVOICE, killAction, REPORTS, startAdminApp } from './support/admin-test-app';
 
 describe('admin page (HTTP)', () => {
   let target: AdminTestApp | undefined;
@@ -175,6 +175,103 @@ describe('admin page (HTTP)', () => {
     expect(list.text).toContain(`href="/api/ops/queues/topics/${INVOICE}"`);
     const response = await request(target.baseUrl).post(`/api/ops/queues/topics/${INVOICE}/cancel`).set('x-role', 'admin').set('origin', target.baseUrl).type('form').send({ key: 'inv-6' }).expect(303);
     expect(response.headers.location).toBe(`/api/ops/queues/topics/${INVOICE}?done=cancel`);
+  });
+
+  describe('recurring schedules', () => {
+    const schedulesPath = (topic: string): string => `/admin/delays/topics/${encodeURIComponent(topic)}/schedules`;
+    /** A new schedule's tick is due at once; once it has run, the schedule's next run is its next occurrence. */
+    const planned = async (topic: string, key: string): Promise<Date> => {
+      const running = target as AdminTestApp;
+      await eventually(`${topic}/${key} has its next run planned`, async () => ((await running.delay.getRecurring(topic, key))?.nextRunAt?.getTime() ?? 0) > Date.now());
+      return (await running.delay.getRecurring(topic, key))?.nextRunAt as Date;
+    };
+    const post = (verb: string, key: string, origin?: string) =>
+      request((target as AdminTestApp).baseUrl).post(`/admin/delays/topics/${REPORTS}/${verb}`).set('x-role', 'admin').set('origin', origin ?? (target as AdminTestApp).baseUrl).type('form').send({ key });
+    const row = (text: string, key: string): string => text.split('<tr>').find((part) => part.includes(`data-label="Key"><code>${key}</code>`)) ?? '';
+
+    it('lists a schedule made with upsertRecurring and one declared with @Recurring, with their next runs; the topics list marks recurring topics', async () => {
+      target = await startAdminApp();
+      await target.delay.upsertRecurring(REPORTS, 'weekly', { cron: '0 9 * * 1', timeZone: 'America/New_York' });
+      await target.delay.upsertRecurring(REPORTS, 'hourly', { every: '90m' });
+      await target.delay.schedule(INVOICE, 'inv-1', { delay: '1h' });
+      const weeklyNext = await planned(REPORTS, 'weekly');
+      const hourlyNext = await planned(REPORTS, 'hourly');
+      const digestNext = await planned(DIGEST, 'default');
+
+      const list = await request(target.baseUrl).get('/admin/delays').expect(200);
+      const topicRow = (topic: string): string => list.text.split('<tr>').find((part) => part.includes(`<code>${topic}</code>`)) ?? '';
+      expect(topicRow(REPORTS)).toContain(`<a class="badge recurring" href="${schedulesPath(REPORTS)}">recurring</a>`);
+      expect(topicRow(DIGEST)).toContain('badge recurring');
+      expect(topicRow(INVOICE)).not.toContain('badge recurring');
+
+      const reports = await request(target.baseUrl).get(schedulesPath(REPORTS)).expect(200);
+      expect(reports.text).toContain('1–2 of 2');
+      expect(row(reports.text, 'weekly')).toContain('<code>0 9 * * 1</code> <span class="muted">America/New_York</span>');
+      expect(row(reports.text, 'weekly')).toContain(weeklyNext.toISOString());
+      expect(row(reports.text, 'weekly')).toContain('per key');
+      expect(row(reports.text, 'weekly')).toContain('none yet');
+      expect(row(reports.text, 'hourly')).toContain('every <code>1h 30m</code>');
+      expect(row(reports.text, 'hourly')).toContain(hourlyNext.toISOString());
+      expect(reports.text).toMatch(/name="key" value="weekly"><button type="submit">Pause<\/button>/);
+
+      const digest = await request(target.baseUrl).get(schedulesPath(DIGEST)).expect(200);
+      expect(row(digest.text, 'default')).toContain('<code>0 3 * * *</code> <span class="muted">Europe/Paris</span>');
+      expect(row(digest.text, 'default')).toContain(digestNext.toISOString());
+      expect(row(digest.text, 'default')).toContain('in code');
+      // The topic's own page links to its schedules; a one-off topic's does not.
+      expect((await request(target.baseUrl).get(`/admin/delays/topics/${DIGEST}`).expect(200)).text).toContain(`href="${schedulesPath(DIGEST)}">schedules</a>`);
+      expect((await request(target.baseUrl).get(`/admin/delays/topics/${INVOICE}`).expect(200)).text).not.toContain('/schedules"');
+    });
+
+    it('pages schedules like the other lists', async () => {
+      target = await startAdminApp({ pageSize: 2 });
+      for (const key of ['a', 'b', 'c']) await target.delay.upsertRecurring(REPORTS, key, { every: '1h' });
+      const second = await request(target.baseUrl).get(`${schedulesPath(REPORTS)}?page=2`).expect(200);
+      expect([...second.text.matchAll(/data-label="Key"><code>(\w)<\/code>/g)].map((match) => match[1])).toEqual(['c']);
+      expect(second.text).toContain('3–3 of 3');
+    });
+
+    it('pauses, resumes and runs a schedule now through the forms; a cross-site post is refused and changes nothing', async () => {
+      target = await startAdminApp();
+      await target.delay.upsertRecurring(REPORTS, 'weekly', { cron: '0 9 * * 1', timeZone: 'America/New_York' });
+      await planned(REPORTS, 'weekly');
+
+      expect((await post('pause-schedule', 'weekly').expect(303)).headers.location).toBe(`${schedulesPath(REPORTS)}?done=schedule-pause`);
+      expect((await target.delay.getRecurring(REPORTS, 'weekly'))?.paused).toBe(true);
+      const paused = await request(target.baseUrl).get(`${schedulesPath(REPORTS)}?done=schedule-pause`).expect(200);
+      expect(paused.text).toContain('The schedule is paused');
+      expect(row(paused.text, 'weekly')).toContain('<span class="badge paused">paused</span>');
+      expect(row(paused.text, 'weekly')).toContain('>Resume</button>');
+
+      const refused = await post('resume-schedule', 'weekly', 'https://evil.example').expect(403);
+      expect(refused.text).toContain('A write from another site is refused');
+      expect((await target.delay.getRecurring(REPORTS, 'weekly'))?.paused).toBe(true);
+
+      expect((await post('resume-schedule', 'weekly').expect(303)).headers.location).toBe(`${schedulesPath(REPORTS)}?done=schedule-resume`);
+      expect((await target.delay.getRecurring(REPORTS, 'weekly'))?.paused).toBe(false);
+
+      expect((await post('run-schedule', 'weekly').expect(303)).headers.location).toBe(`${schedulesPath(REPORTS)}?done=schedule-run`);
+      const running = target;
+      await eventually('the extra occurrence ran and was recorded', async () => (await running.delay.getRecurring(REPORTS, 'weekly'))?.lastRun?.outcome === 'succeeded');
+      expect(running.handlers.runs.filter((run) => run.topic === REPORTS && run.key === 'weekly')).toHaveLength(1);
+      expect(row((await request(target.baseUrl).get(schedulesPath(REPORTS)).expect(200)).text, 'weekly')).toContain('<span class="badge succeeded">succeeded</span>');
+
+      expect((await post('pause-schedule', 'gone').expect(303)).headers.location).toContain('done=schedule-unchanged');
+      expect((await post('run-schedule', 'gone').expect(303)).headers.location).toContain('done=schedule-missing');
+    });
+
+    it('escapes a key that holds markup, in the cell and in the form', async () => {
+      target = await startAdminApp();
+      const key = '"><img src=x onerror=alert(1)>';
+      await target.delay.upsertRecurring(REPORTS, key, { every: '1h' });
+      const page = await request(target.baseUrl).get(schedulesPath(REPORTS)).expect(200);
+      expect(page.text).toContain('<code>&quot;&gt;&lt;img src=x onerror=alert(1)&gt;</code>');
+      expect(page.text).toContain('name="key" value="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"');
+      expect(page.text).not.toContain('<img');
+      // What the form posts back is the key itself.
+      await post('pause-schedule', key).expect(303);
+      expect((await target.delay.getRecurring(REPORTS, key))?.paused).toBe(true);
+    });
   });
 
   it('refuses to start writable without a guard, and names bad options', () => {

@@ -342,6 +342,15 @@ export class DelayService {
     return this.recurringFor(topic).get<TPayload>(topic, key);
   }
 
+  /**
+   * True when this application handles `topic` as a recurring topic
+   * (`@Recurring` or `@OnRecurring`). Says nothing of topics this
+   * application has no handler for.
+   */
+  isRecurringTopic(topic: string): boolean {
+    return this.registry?.isRecurring(topic) ?? false;
+  }
+
   /** Every schedule of the topic, by key, with its next and last run. */
   async listRecurring<TPayload = unknown>(topic: string): Promise<Array<RecurringSchedule<TPayload>>> {
     return this.recurringFor(topic).list<TPayload>(topic);

@@ -1,11 +1,15 @@
 import { CanActivate, ExecutionContext, ForbiddenException, INestApplication, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DelayContext, DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
+import { DelayContext, DelayModule, DelayService, OnDelayExpired, OnRecurring, Recurring } from 'nestjs-delay';
 import { DelayAdminModule, DelayAdminOptions } from 'nestjs-delay/admin';
 import { AddressInfo } from 'node:net';
 
 export const INVOICE = 'invoice.remind';
 export const EXPORT = 'export.run';
+/** A schedule declared in code (key 'default'), far from firing during a test. */
+export const DIGEST = 'digest.daily';
+/** Schedules made per key with upsertRecurring. */
+export const REPORTS = 'reports.every';
 
 /**
  * Handlers whose failures the test controls: a key in `failing` throws
@@ -24,6 +28,16 @@ export class ScriptedHandlers {
 
   @OnDelayExpired(EXPORT, { attempts: 1 })
   export(context: DelayContext): void {
+    this.run(context);
+  }
+
+  @Recurring(DIGEST, { cron: '0 3 * * *', timeZone: 'Europe/Paris' })
+  digest(context: DelayContext): void {
+    this.run(context);
+  }
+
+  @OnRecurring(REPORTS)
+  report(context: DelayContext): void {
     this.run(context);
   }
 

@@ -12,6 +12,11 @@ const NOTICES: Readonly<Record<string, (count: number) => string>> = {
   'redrive-all': (count) => `${count} dead action(s) are due again, now.`,
   pause: () => 'The topic is paused: nothing new starts until it is resumed.',
   resume: () => 'The topic is resumed.',
+  'schedule-pause': () => 'The schedule is paused: none of its occurrences fires until it is resumed.',
+  'schedule-resume': () => 'The schedule is resumed; its missed-run policy decides what runs of the time it was paused.',
+  'schedule-unchanged': () => 'Nothing changed: that schedule is gone, or already so.',
+  'schedule-run': () => 'One extra occurrence is due now; the schedule keeps its times.',
+  'schedule-missing': () => 'That schedule is gone.',
 };
 
 export function noticeText(code: unknown, count: unknown): string | undefined {

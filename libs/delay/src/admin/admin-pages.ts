@@ -1,11 +1,12 @@
 import { DelayService } from '../delay.service';
 import { DeadAction, Page, PendingAction } from '../interfaces/pending-action.interface';
+import { RecurringRun, RecurringSchedule } from '../recurring/recurring-options';
 import { ADMIN_STYLESHEET } from './admin-stylesheet';
 import { ResolvedDelayAdminOptions } from './delay-admin-options.interface';
 import { html, SafeHtml } from './html';
 
-/** One topic as DelayService.topics() reports it. */
-type TopicSummary = Awaited<ReturnType<DelayService['topics']>>[number];
+/** One topic as DelayService.topics() reports it, and whether this application handles it as recurring. */
+type TopicSummary = Awaited<ReturnType<DelayService['topics']>>[number] & { readonly recurring: boolean };
 
 /** What a topic's own pages show above its list. */
 export interface TopicHeading {
@@ -14,6 +15,8 @@ export interface TopicHeading {
   readonly pending: number;
   readonly dead: number;
   readonly paused: boolean;
+  /** Handled here by @Recurring or @OnRecurring: its page links to its schedules. */
+  readonly recurring: boolean;
 }
 
 /** What every page needs: where the admin is mounted, its options, and the time "now" on the delay clock. */
@@ -33,7 +36,7 @@ const MAX_CHARS = 4_000;
 export function topicsPage(frame: PageFrame, topics: readonly TopicSummary[]): string {
   const rows = topics.map(
     (topic) => html`<tr>
-      <td data-label="Topic"><a href="${topicHref(frame, topic.topic)}"><code>${topic.topic}</code></a> ${topic.paused ? html`<span class="badge paused">paused</span>` : ''}</td>
+      <td data-label="Topic"><a href="${topicHref(frame, topic.topic)}"><code>${topic.topic}</code></a> ${topic.paused ? html`<span class="badge paused">paused</span>` : ''}${topic.recurring ? html` <a class="badge recurring" href="${topicHref(frame, topic.topic)}/schedules">recurring</a>` : ''}</td>
       <td data-label="Waiting" class="num">${formatCount(topic.waiting)}</td>
       <td data-label="Running" class="num">${formatCount(topic.running)}</td>
       <td data-label="Dead" class="num">${topic.dead > 0 ? html`<a href="${topicHref(frame, topic.topic)}/dead">${formatCount(topic.dead)}</a>` : '0'}</td>
@@ -103,6 +106,36 @@ export function deadPage(frame: PageFrame, topic: string, summary: TopicHeading,
   return layout(frame, `${topic} dead · ${frame.options.title}`, [{ label: topic, href: topicHref(frame, topic) }, { label: 'dead' }], body);
 }
 
+export function schedulesPage(frame: PageFrame, topic: string, summary: TopicHeading, page: Page<RecurringSchedule>, pageNumber: number): string {
+  const rows = page.items.map(
+    (schedule) => html`<tr>
+      <td data-label="Key"><code>${clip(schedule.key, MAX_CHARS)}</code> ${schedule.paused ? html`<span class="badge paused">paused</span>` : ''}</td>
+      <td data-label="Recurrence">${recurrenceCell(schedule.recurrence)}</td>
+      <td data-label="Next run">${schedule.nextRunAt ? dueCell(frame, schedule.nextRunAt) : html`<span class="muted">${schedule.paused ? 'paused' : 'being planned'}</span>`}</td>
+      <td data-label="Last run">${lastRunCell(frame, schedule.lastRun)}</td>
+      <td data-label="Declared">${schedule.declared ? html`in code <span class="muted">(orphan: ${schedule.orphan ?? 'remove'})</span>` : 'per key'}</td>
+      <td data-label="Actions">${
+        frame.options.writable
+          ? html`${
+              schedule.paused
+                ? actionForm(frame, topic, 'resume-schedule', 'key', schedule.key, 'Resume')
+                : actionForm(frame, topic, 'pause-schedule', 'key', schedule.key, 'Pause')
+            }${actionForm(frame, topic, 'run-schedule', 'key', schedule.key, 'Run now')}`
+          : ''
+      }</td>
+    </tr>`,
+  );
+  const body = html`<h1><code>${topic}</code>: recurring schedules</h1>
+    ${summaryLine(frame, topic, summary)}
+    ${pager(frame, page, pageNumber, `${topicHref(frame, topic)}/schedules`)}
+    ${
+      page.items.length === 0
+        ? html`<p>No schedules${page.offset > 0 ? ' on this page' : ''}.</p>`
+        : html`<table><thead><tr><th>Key</th><th>Recurrence</th><th>Next run</th><th>Last run</th><th>Declared</th><th>Actions</th></tr></thead><tbody>${rows}</tbody></table>`
+    }`;
+  return layout(frame, `${topic} schedules · ${frame.options.title}`, [{ label: topic, href: topicHref(frame, topic) }, { label: 'schedules' }], body);
+}
+
 export function errorPage(frame: PageFrame, status: number, message: string): string {
   const body = html`<h1>${status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status < 500 ? 'Cannot do that' : 'Something went wrong'}</h1>
     <div class="problem">${message}</div>
@@ -121,7 +154,8 @@ function layout(frame: PageFrame, title: string, crumbs: ReadonlyArray<{ label: 
 
 function summaryLine(frame: PageFrame, topic: string, summary: TopicHeading): SafeHtml {
   return html`<p class="pager"><a href="${topicHref(frame, topic)}">${formatCount(summary.pending)} pending</a>
-    <a href="${topicHref(frame, topic)}/dead">${formatCount(summary.dead)} dead</a>${pauseForm(frame, summary)}</p>`;
+    <a href="${topicHref(frame, topic)}/dead">${formatCount(summary.dead)} dead</a>${summary.recurring ? html`
+    <a href="${topicHref(frame, topic)}/schedules">schedules</a>` : ''}${pauseForm(frame, summary)}</p>`;
 }
 
 function pauseForm(frame: PageFrame, topic: { readonly topic: string; readonly paused: boolean }, back: 'list' | 'topic' = 'topic'): SafeHtml | string {
@@ -158,6 +192,22 @@ function timeCell(frame: PageFrame, at: Date): SafeHtml {
   return html`<span title="${at.toISOString()}">${relative(at.getTime() - frame.now)}</span>`;
 }
 
+/** The recurrence as written: the cron and its zone, or the interval and its anchor. */
+function recurrenceCell(recurrence: RecurringSchedule['recurrence']): SafeHtml {
+  if ('cron' in recurrence) {
+    return html`<code>${recurrence.cron}</code> <span class="muted">${recurrence.timeZone ?? 'UTC'}</span>`;
+  }
+  const every = typeof recurrence.every === 'number' ? exactSpan(recurrence.every) : recurrence.every;
+  const anchor = recurrence.anchor === undefined || new Date(recurrence.anchor).getTime() === 0 ? '' : html` <span class="muted">from ${new Date(recurrence.anchor).toISOString()}</span>`;
+  return html`every <code>${every}</code>${anchor}`;
+}
+
+/** The latest occurrence to finish: when it was set for, how it ended, how late it started. */
+function lastRunCell(frame: PageFrame, run: RecurringRun | null): SafeHtml {
+  if (!run) return html`<span class="muted">none yet</span>`;
+  return html`${timeCell(frame, run.scheduledAt)} <span class="badge ${run.outcome}">${run.outcome}</span><br><span class="muted">${run.scheduledAt.toISOString()}${run.lagMs === null ? '' : `, started ${span(run.lagMs)} late`}</span>`;
+}
+
 function payloadCell(value: unknown): SafeHtml | string {
   if (value === undefined) return html`<span class="muted">none</span>`;
   return textCell(JSON.stringify(value) ?? String(value));
@@ -177,6 +227,27 @@ function clip(text: string, max: number): string {
 export function relative(deltaMs: number): string {
   const abs = Math.abs(deltaMs);
   if (abs < 1_000) return deltaMs >= 0 ? 'now' : 'just now';
+  const text = span(abs);
+  return deltaMs >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+/** A length of time to the millisecond, in every unit it needs ("1d 5m", "1500ms"): an interval as it was set. */
+function exactSpan(ms: number): string {
+  if (ms % 1_000 !== 0) return `${ms}ms`;
+  const units: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]];
+  const parts: string[] = [];
+  let rest = ms;
+  for (const [unit, size] of units) {
+    if (rest >= size) parts.push(`${Math.floor(rest / size)}${unit}`);
+    rest %= size;
+  }
+  return parts.join(' ') || '0s';
+}
+
+/** A length of time in its two largest units ("29m 58s", "1d 2h"); below a second, in ms. */
+function span(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 1_000) return `${Math.round(abs)}ms`;
   const units: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]];
   const parts: string[] = [];
   let rest = abs;
@@ -186,8 +257,7 @@ export function relative(deltaMs: number): string {
       rest %= size;
     } else if (parts.length > 0) break;
   }
-  const text = parts.join(' ');
-  return deltaMs >= 0 ? `in ${text}` : `${text} ago`;
+  return parts.join(' ');
 }
 
 function formatCount(value: number): string {

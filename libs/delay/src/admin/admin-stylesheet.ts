@@ -25,6 +25,9 @@ code,pre{font:13px/1.35 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;ove
 .badge.paused{background:#fde68a}
 .badge.running{background:#bfdbfe}
 .badge.dead{background:#fecaca}
+.badge.succeeded{background:#dcfce7}
+.badge.retrying{background:#fde68a}
+.badge.recurring{background:#ddd6fe;color:#1d232b;text-decoration:none}
 .notice{background:#dcfce7;border:1px solid #86efac;padding:.5rem .8rem;margin-bottom:1rem}
 .problem{background:#fee2e2;border:1px solid #fca5a5;padding:.5rem .8rem;margin-bottom:1rem}
 form.inline{display:inline}

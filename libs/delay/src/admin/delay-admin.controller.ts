@@ -2,7 +2,7 @@ import { BadRequestException, Body, ForbiddenException, Get, HttpStatus, Inject,
 import { DelayService } from '../delay.service';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { DelayClock } from '../time/clock';
-import { deadPage, PageFrame, pendingPage, TopicHeading, topicsPage } from './admin-pages';
+import { deadPage, PageFrame, pendingPage, schedulesPage, TopicHeading, topicsPage } from './admin-pages';
 import { AdminPageHeaders } from './admin-headers';
 import { noticeText } from './admin-notices';
 import { AdminRequest, assertSameOrigin, mountBase } from './admin-request';
@@ -36,7 +36,8 @@ export class DelayAdminController {
   @Get()
   @AdminPageHeaders()
   async topics(@Req() request: AdminRequest, @Query('done') done?: string, @Query('n') n?: string): Promise<string> {
-    return topicsPage(this.frame(request, done, n), await this.delay.topics());
+    const topics = await this.delay.topics();
+    return topicsPage(this.frame(request, done, n), topics.map((topic) => ({ ...topic, recurring: this.delay.isRecurringTopic(topic.topic) })));
   }
 
   @Get('topics/:topic')
@@ -53,6 +54,21 @@ export class DelayAdminController {
     const number = pageNumber(page);
     const [list, summary] = await Promise.all([this.delay.listDead(topic, this.pageRequest(number)), this.summary(topic)]);
     return deadPage(this.frame(request, done, n), topic, summary, list, number);
+  }
+
+  /**
+   * A recurring topic's schedules, a page at a time. listRecurring reads the
+   * topic's schedules whole (they are sorted by key, not stored so), so the
+   * page slices what it read.
+   */
+  @Get('topics/:topic/schedules')
+  @AdminPageHeaders()
+  async schedules(@Req() request: AdminRequest, @Param('topic') topic: string, @Query('page') page?: string, @Query('done') done?: string, @Query('n') n?: string): Promise<string> {
+    const number = pageNumber(page);
+    const [schedules, summary] = await Promise.all([this.delay.listRecurring(topic), this.summary(topic)]);
+    const { offset, limit } = this.pageRequest(number);
+    const list = { items: schedules.slice(offset, offset + limit), total: schedules.length, offset, limit };
+    return schedulesPage(this.frame(request, done, n), topic, summary, list, number);
   }
 
   /** Every write: posted by a form, answered with a redirect to the page it came from (post/redirect/get). */
@@ -75,6 +91,12 @@ export class DelayAdminController {
         return to(`${base}/dead`, (await this.delay.redrive(topic, field(form, 'id'))) ? 'redrive' : 'redrive-missing');
       case 'redrive-all':
         return to(`${base}/dead`, 'redrive-all', await this.delay.redriveAll(topic));
+      case 'pause-schedule':
+        return to(`${base}/schedules`, (await this.delay.pauseRecurring(topic, field(form, 'key'))) ? 'schedule-pause' : 'schedule-unchanged');
+      case 'resume-schedule':
+        return to(`${base}/schedules`, (await this.delay.resumeRecurring(topic, field(form, 'key'))) ? 'schedule-resume' : 'schedule-unchanged');
+      case 'run-schedule':
+        return to(`${base}/schedules`, (await this.delay.runRecurringNow(topic, field(form, 'key'))) ? 'schedule-run' : 'schedule-missing');
       case 'pause':
       case 'resume':
         await (verb === 'pause' ? this.delay.pause(topic) : this.delay.resume(topic));
@@ -106,7 +128,7 @@ export class DelayAdminController {
         throw error;
       }),
     ]);
-    return { topic, pending, dead, paused };
+    return { topic, pending, dead, paused, recurring: this.delay.isRecurringTopic(topic) };
   }
 }
 
