@@ -407,7 +407,9 @@ describe('postgres: concurrent transactions on a few keys', () => {
     expect(count('rolled back')).toBeGreaterThan(20);
     expect(count('committed', 'none')).toBeGreaterThan(20);
     expect(finals).toBeGreaterThan(0);
-    expect(handlers.runs.length).toBeGreaterThan(finals);
+    // Every final arming ran (above); whether earlier ones also ran during the storm depends on how fast the
+    // storm goes against their due times (gathered writes made it fast enough that sometimes none do).
+    expect(handlers.runs.length).toBeGreaterThanOrEqual(finals);
     expect(supersededUnrun).toBeGreaterThan(20);
     // Every call settled, none timed out, and no transaction failed.
     expect(failures.map((record) => `${record.name}: ${record.error}`)).toEqual([]);
