@@ -425,6 +425,14 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       await delay.schedule('other', 'k', { delay: '1h' });
       await expect(delay.upsertRecurring('other', 'k', { every: '1h' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
       expect(await delay.getRecurring('other', 'k')).toBeNull();
+      // A schedule's own key is no one-off action: cancel, reschedule and runNow refuse it and change nothing.
+      const made = await delay.upsertRecurring('fleet.tick', 's', { every: '1h' });
+      await expect(delay.cancel('fleet.tick', 's')).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC', message: expect.stringContaining('removeRecurring') });
+      await expect(delay.reschedule('fleet.tick', 's', { delay: '1m' })).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC' });
+      await expect(delay.runNow('fleet.tick', 's')).rejects.toMatchObject({ code: 'ERR_DELAY_RECURRING_TOPIC', message: expect.stringContaining('runRecurringNow') });
+      expect((await delay.getRecurring('fleet.tick', 's'))?.nextRunAt).toEqual(made.nextRunAt);
+      // An occurrence's key may be cancelled: here there is none yet.
+      expect(await delay.cancel('fleet.tick', 's\u001e2026-06-01T01:00:00.000Z')).toBe(false);
     });
 
     it('@Recurring with a bad cron fails bootstrap', async () => {

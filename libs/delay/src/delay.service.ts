@@ -29,6 +29,8 @@ import {
 import { parsePayload, payloadShape, PayloadShape, serializePayload } from './validation/payload-json';
 import { DelayHandlerRegistry } from './delay-handler.registry';
 import { RecurringTopicError } from './errors/recurring-topic.error';
+import { SERIES_SEPARATOR } from './recurring/occurrence-key';
+import { quoteInput } from './utils/quote-input';
 import { RecurringSchedules } from './recurring/recurring-schedules';
 import { RecurringOptions, RecurringSchedule } from './recurring/recurring-options';
 
@@ -192,6 +194,7 @@ export class DelayService {
   async cancel(topic: string, key: string, options?: WriteOptions): Promise<boolean> {
     validateTopic(topic);
     validateKey(key);
+    this.refuseScheduleKey(topic, key, 'cancel', 'removeRecurring');
     const transaction = options === undefined ? this.transactions.bind(undefined) : this.transactions.bind(writeOptions(options).transaction);
     const { driver } = this;
     const cancelled =
@@ -205,6 +208,7 @@ export class DelayService {
   async reschedule<TPayload = unknown>(topic: string, key: string, due: RescheduleOptions): Promise<PendingAction<TPayload> | null> {
     validateTopic(topic);
     validateKey(key);
+    this.refuseScheduleKey(topic, key, 'reschedule', 'upsertRecurring');
     const spec = toRescheduleDueSpec(due);
     const transaction = this.transactions.bind(due.transaction);
     const action = await this.driver.reschedule({ topic, key, due: spec, maxPastMs: this.options.maxPastMs, transaction });
@@ -293,6 +297,7 @@ export class DelayService {
   async runNow(topic: string, key: string): Promise<boolean> {
     validateTopic(topic);
     validateKey(key);
+    this.refuseScheduleKey(topic, key, 'runNow', 'runRecurringNow');
     const moved = await this.supporting('runNow').runNow(topic, key);
     if (moved) this.events.emit(() => ({ type: 'rescheduled', topic, key }));
     return moved;
@@ -414,6 +419,17 @@ export class DelayService {
       redriven += moved;
       // Stop when nothing is left, or when nothing could be moved (another instance got there first).
       if (items.length === 0 || moved === 0) return redriven;
+    }
+  }
+
+  /**
+   * On a recurring topic a key without U+001E names a schedule (its tick), not
+   * an occurrence: cancelling, moving or running it by hand would stop or
+   * shift the schedule behind its bookkeeping's back. Occurrences may be.
+   */
+  private refuseScheduleKey(topic: string, key: string, call: string, instead: string): void {
+    if (this.registry?.isRecurring(topic) && !key.includes(SERIES_SEPARATOR)) {
+      throw new RecurringTopicError(topic, `is a recurring topic and ${quoteInput(key)} is one of its schedules: use ${instead}, not ${call}`);
     }
   }
 }
