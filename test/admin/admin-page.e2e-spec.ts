@@ -219,7 +219,11 @@ describe('admin page (HTTP)', () => {
       expect(row(digest.text, 'default')).toContain(digestNext.toISOString());
       expect(row(digest.text, 'default')).toContain('in code');
       // The topic's own page links to its schedules; a one-off topic's does not.
-      expect((await request(target.baseUrl).get(`/admin/delays/topics/${DIGEST}`).expect(200)).text).toContain(`href="${schedulesPath(DIGEST)}">schedules</a>`);
+      const digestPending = (await request(target.baseUrl).get(`/admin/delays/topics/${DIGEST}`).expect(200)).text;
+      expect(digestPending).toContain(`href="${schedulesPath(DIGEST)}">schedules</a>`);
+      // The schedule's tick among the pending actions links to the schedules page instead of offering Cancel / Run now (refused for a schedule's key).
+      expect(row(digestPending, 'default')).toContain(`<a href="${schedulesPath(DIGEST)}">schedule</a>`);
+      expect(row(digestPending, 'default')).not.toContain('Cancel');
       expect((await request(target.baseUrl).get(`/admin/delays/topics/${INVOICE}`).expect(200)).text).not.toContain('/schedules"');
     });
 

@@ -1,5 +1,6 @@
 import { DelayService } from '../delay.service';
 import { DeadAction, Page, PendingAction } from '../interfaces/pending-action.interface';
+import { SERIES_SEPARATOR } from '../recurring/occurrence-key';
 import { RecurringRun, RecurringSchedule } from '../recurring/recurring-options';
 import { ADMIN_STYLESHEET } from './admin-stylesheet';
 import { ResolvedDelayAdminOptions } from './delay-admin-options.interface';
@@ -61,9 +62,13 @@ export function pendingPage(frame: PageFrame, topic: string, summary: TopicHeadi
       <td data-label="Attempt" class="num">${action.attempt}</td>
       <td data-label="Payload">${payloadCell(action.items ?? action.payload)}</td>
       <td data-label="Actions">${
-        frame.options.writable
-          ? html`${action.state === 'waiting' ? actionForm(frame, topic, 'run', 'key', action.key, 'Run now') : ''}${actionForm(frame, topic, 'cancel', 'key', action.key, 'Cancel', true)}`
-          : ''
+        // On a recurring topic a key without U+001E is a schedule's tick: it is managed on the schedules page
+        // (cancel, reschedule and runNow refuse it), its occurrences here.
+        summary.recurring && !action.key.includes(SERIES_SEPARATOR)
+          ? html`<a href="${topicHref(frame, topic)}/schedules">schedule</a>`
+          : frame.options.writable
+            ? html`${action.state === 'waiting' ? actionForm(frame, topic, 'run', 'key', action.key, 'Run now') : ''}${actionForm(frame, topic, 'cancel', 'key', action.key, 'Cancel', true)}`
+            : ''
       }</td>
     </tr>`,
   );
