@@ -371,14 +371,14 @@ export class RedisDriver implements DelayDriver {
   // ---- one shard -------------------------------------------------------
 
   private async cancelIn(keys: TopicKeys, key: string): Promise<boolean> {
-    return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
+    return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active, keys.ticks], [key, keys.itemsPrefix])) === 1;
   }
 
   private async rescheduleIn(keys: TopicKeys, command: RescheduleCommand): Promise<StoredAction | null> {
     const [mode, value] = dueArgs(command.due);
     const reply = await this.connection.write<Reply>(
       'reschedule',
-      [keys.due, keys.env, keys.active, keys.seq],
+      [keys.due, keys.env, keys.active, keys.seq, keys.ticks],
       [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
     );
     const status = this.checkStatus(reply, command.maxPastMs, command.due, command.topic, command.key);
@@ -566,7 +566,7 @@ export class RedisDriver implements DelayDriver {
     const keys = topicConsumer.keys;
     const pairs = topicConsumer.memberTokenPairs();
     const released = await this.connection
-      .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
+      .run<number>('release', [keys.due, keys.env, keys.active, keys.seq, keys.ticks], [keys.wake, ...pairs])
       .catch((error: unknown) => {
         this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
         return 0;

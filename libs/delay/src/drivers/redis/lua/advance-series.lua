@@ -10,9 +10,11 @@ KEYS[2] env HASH
 KEYS[3] active ZSET
 KEYS[4] seq STRING    the last arming token minted (include/token.lua)
 KEYS[5] series HASH   field = series key, value = keys of its occurrences that
-                      may still be waiting or running, joined by "\31"
-KEYS[6] ticks ZSET    the series' ticks waiting in due, same score: claim.lua
-                      takes them without a handler slot
+                      may still be waiting or running, joined by "\31"; no
+                      field while there is none (most of the time)
+KEYS[6] ticks ZSET    the series' ticks, scored by due time: a tick waits
+                      here, never in due (include/tick.lua), and claim.lua
+                      takes it without a handler slot
 KEYS[7] runs HASH     the last run of each series (include/series-run.lua):
                       an occurrence refused by the overlap policy is recorded
                       as 'skipped'
@@ -139,13 +141,17 @@ else
     redis.call('HSET', KEYS[2], key, mintToken(KEYS[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. ARGV[7])
     -- A run of the tick still going loses its lease; its ack will not match the new token.
     redis.call('ZREM', KEYS[3], key)
-    redis.call('ZADD', KEYS[1], dueAt, key)
     redis.call('ZADD', KEYS[6], dueAt, key)
     -- Consumers whose slots are all busy sleep until a slot frees or a wake: a tick needs no slot, so tell them.
     local firstTick = redis.call('ZRANGE', KEYS[6], 0, 0)
     if firstTick[1] == key then redis.call('PUBLISH', ARGV[8], string.format('%d', dueAt)) end
   end
-  redis.call('HSET', KEYS[5], key, table.concat(alive, '\31'))
+  -- Only while occurrences may be live: a schedule between them costs no field.
+  if #alive > 0 then
+    redis.call('HSET', KEYS[5], key, table.concat(alive, '\31'))
+  elseif listed then
+    redis.call('HDEL', KEYS[5], key)
+  end
 end
 
 if earliest then
