@@ -109,6 +109,7 @@ export interface DelayDriver {
 
 /** What the series' tick must be for advanceSeries to apply: the run being delivered, the payload just read, or none yet. */
 export type SeriesExpectation = { readonly token: string } | { readonly payload: string } | { readonly absent: true };
+// A series written with `absent` starts with no last run: one left by an earlier series of the same key is dropped.
 
 /** How a series' new occurrence treats its previous ones still waiting or running. */
 export type OverlapPolicy = 'skip' | 'bufferOne' | 'allow' | 'cancelPrevious';
@@ -166,6 +167,11 @@ export interface AdvanceSeriesResult {
   readonly cancelled: readonly string[];
   /** The series was removed as an orphan (see `orphanGraceMs`): nothing else was done. */
   readonly orphaned?: boolean;
+  /**
+   * The re-armed tick's due time (the driver's time) when `next` armed one.
+   * A driver that leaves it out makes a recurring write read the tick back.
+   */
+  readonly nextDueAt?: number;
 }
 
 /** A due time as the caller gave it; the driver resolves it on its own clock. */
