@@ -176,9 +176,15 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     expect(changed).toMatchObject({ payload: { userId: 'c2' } });
     expect(await delay.getRecurring('compact.none', 'c')).toEqual(changed);
     // Pending-action reads list the tick (from the ticks set) with its state decoded.
+    await delay.schedule('compact.none', 'later', { delay: '1h' });
+    await delay.schedule('compact.none', 'earlier', { at: new Date(Date.now() - 60_000) });
     const pending = await delay.list('compact.none');
-    expect(pending.items.map((action) => action.key)).toEqual(['c']);
-    expect(pending.items[0].payload).toMatchObject({ v: 1, overlap: 'skip', payload: '{"userId":"c2"}' });
+    expect(pending.items.map((action) => action.key)).toEqual(['earlier', 'c', 'later']);
+    expect(pending.items[1].payload).toMatchObject({ v: 1, overlap: 'skip', payload: '{"userId":"c2"}' });
+    // Pages cut from the two sets merged: the same order a page at a time.
+    const paged = [];
+    for (let offset = 0; offset < 3; offset++) paged.push(...(await delay.list('compact.none', { offset, limit: 1 })).items.map((action) => action.key));
+    expect(paged).toEqual(['earlier', 'c', 'later']);
   }, 30_000);
 
   it('a tick moved later by hand (reschedule) is not claimed at its old time', async () => {

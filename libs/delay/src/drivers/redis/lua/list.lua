@@ -61,11 +61,14 @@ if taken < limit then
   local start = math.max(0, offset - #rows)
   local want = limit - taken
   local waiting
-  if redis.call('EXISTS', KEYS[5]) == 0 then
-    waiting = redis.call('ZRANGE', KEYS[1], start, start + want - 1)
+  -- Ticks wait in a set of their own. With one of the two sets empty (a
+  -- recurring topic between occurrences, a topic without schedules), the page is a range of the other.
+  local dueEmpty = redis.call('EXISTS', KEYS[1]) == 0
+  if redis.call('EXISTS', KEYS[5]) == 0 or dueEmpty then
+    waiting = redis.call('ZRANGE', dueEmpty and KEYS[5] or KEYS[1], start, start + want - 1)
   else
-    -- Ticks wait in a set of their own: the first start + want of each,
-    -- merged in the order one set would give (due time, then key bytes).
+    -- Both hold actions: the first start + want of each, merged in the
+    -- order one set would give (due time, then key bytes).
     local due = redis.call('ZRANGE', KEYS[1], 0, start + want - 1, 'WITHSCORES')
     local ticks = redis.call('ZRANGE', KEYS[5], 0, start + want - 1, 'WITHSCORES')
     waiting = {}
