@@ -109,7 +109,6 @@ export interface DelayDriver {
 
 /** What the series' tick must be for advanceSeries to apply: the run being delivered, the payload just read, or none yet. */
 export type SeriesExpectation = { readonly token: string } | { readonly payload: string } | { readonly absent: true };
-// A series written with `absent` starts with no last run: one left by an earlier series of the same key is dropped.
 
 /** How a series' new occurrence treats its previous ones still waiting or running. */
 export type OverlapPolicy = 'skip' | 'bufferOne' | 'allow' | 'cancelPrevious';
@@ -170,6 +169,9 @@ export interface AdvanceSeriesResult {
   /**
    * The re-armed tick's due time (the driver's time) when `next` armed one.
    * A driver that leaves it out makes a recurring write read the tick back.
+   * A driver that gives it also drops, on a write with `absent`, any last
+   * run an earlier series of the same key left: a schedule created so is
+   * returned without reading its last run.
    */
   readonly nextDueAt?: number;
 }
