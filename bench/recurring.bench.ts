@@ -347,11 +347,11 @@ async function examples(redis: Redis, kind: ContenderKind): Promise<FootprintRes
   if (kind === 'delay') {
     const envelope = await redis.hget(`delay:{${RECURRING_TOPIC}}:env`, key);
     const text = envelope ?? '';
-    // token|attempt|dueAt|payload: the payload is the series state (JSON), which holds the occurrences' payload as JSON text.
+    // token|attempt|dueAt|payload: the payload is the series state (recurring/series-state.ts), which ends with the occurrences' payload as JSON text.
     const state = text.split('|').slice(3).join('|');
     return [
       { what: 'tick envelope (HASH value)', bytes: Buffer.byteLength(text) },
-      { what: '... of which the series state (JSON)', bytes: Buffer.byteLength(state) },
+      { what: '... of which the series state', bytes: Buffer.byteLength(state) },
       { what: 'schedule key', bytes: Buffer.byteLength(key) },
     ];
   }

@@ -3,6 +3,7 @@ import { DelayEvent, DelayService } from 'nestjs-delay';
 import { DELAY_DRIVER } from '../../libs/delay/src/delay.constants';
 import type { DelayDriver } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import IORedis from 'ioredis';
 import { TestRedisServer } from '../support/redis-server';
 import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, expectNoDuplicates, HandlesB, Outcomes, Reports, Slow } from './support/recurring-handlers';
 
@@ -97,6 +98,36 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
     expect(fired).toBeGreaterThanOrEqual(5);
     expect(app?.get(Slow).started).toBeLessThanOrEqual(3);
+  }, 30_000);
+
+  it('a waiting schedule is one compact envelope and one ticks entry (not in due, no series field); upsert returns what get reads', async () => {
+    // No handler for this topic in the app: its ticks wait, as in a producer that does not consume.
+    const { delay } = await boot('compact');
+    const created = await delay.upsertRecurring('compact.none', 'c', { cron: '0 0 1 1 *', payload: { userId: 'c' } });
+    const raw = new IORedis(redis.url);
+    try {
+      expect(await raw.zrange('compact:{compact.none}:ticks', '0', '-1')).toEqual(['c']);
+      expect(await raw.exists('compact:{compact.none}:due', 'compact:{compact.none}:series')).toBe(0);
+      const envelope = (await raw.hget('compact:{compact.none}:env', 'c')) ?? '';
+      expect(envelope).toMatch(/^[0-9a-z]+\|1\|[0-9a-z]+\|@1\|c\|0 0 1 1 \*\|{7}rf\|\{"userId":"c"\}$/);
+    } finally {
+      raw.disconnect();
+    }
+    expect(await delay.getRecurring('compact.none', 'c')).toEqual(created);
+    // A changed payload: the view returned is again the stored one.
+    const changed = await delay.upsertRecurring('compact.none', 'c', { cron: '0 0 1 1 *', payload: { userId: 'c2' } });
+    expect(changed).toMatchObject({ payload: { userId: 'c2' } });
+    expect(await delay.getRecurring('compact.none', 'c')).toEqual(changed);
+    // Pending-action reads list the tick (from the ticks set) with its state decoded.
+    await delay.schedule('compact.none', 'later', { delay: '1h' });
+    await delay.schedule('compact.none', 'earlier', { at: new Date(Date.now() - 60_000) });
+    const pending = await delay.list('compact.none');
+    expect(pending.items.map((action) => action.key)).toEqual(['earlier', 'c', 'later']);
+    expect(pending.items[1].payload).toMatchObject({ v: 1, overlap: 'skip', payload: '{"userId":"c2"}' });
+    // Pages cut from the two sets merged: the same order a page at a time.
+    const paged = [];
+    for (let offset = 0; offset < 3; offset++) paged.push(...(await delay.list('compact.none', { offset, limit: 1 })).items.map((action) => action.key));
+    expect(paged).toEqual(['earlier', 'c', 'later']);
   }, 30_000);
 
   it('a tick moved later by hand (reschedule) is not claimed at its old time', async () => {

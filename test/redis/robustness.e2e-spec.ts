@@ -55,7 +55,7 @@ describe('Redis driver robustness', () => {
 
   it('a retry replayed after a lost reply changes nothing (it re-arms under a new token)', async () => {
     const script = REDIS_SCRIPTS.retry;
-    const keys = ['t:{r}:due', 't:{r}:env', 't:{r}:active', 't:{r}:seq', 't:{r}:runs'];
+    const keys = ['t:{r}:due', 't:{r}:env', 't:{r}:active', 't:{r}:seq', 't:{r}:runs', 't:{r}:ticks'];
     const raw = suite.raw();
     await raw.hset(keys[1], 'k', 'tok|1|0|{"a":1}');
     await raw.zadd(keys[2], Date.now() + 30_000, 'k');

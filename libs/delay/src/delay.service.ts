@@ -33,6 +33,7 @@ import { SERIES_SEPARATOR } from './recurring/occurrence-key';
 import { quoteInput } from './utils/quote-input';
 import { RecurringSchedules } from './recurring/recurring-schedules';
 import { RecurringOptions, RecurringSchedule } from './recurring/recurring-options';
+import { decodeSeriesState } from './recurring/series-state';
 
 /**
  * Schedules, moves, cancels and inspects delayed actions. Every input is
@@ -146,12 +147,12 @@ export class DelayService {
    * undefined property left out).
    */
   private scheduled<TPayload>({ action, outcome }: ScheduleResult, payload: unknown, shape: PayloadShape): PendingAction<TPayload> {
-    if (outcome === 'kept') return toPendingAction<TPayload>(action, parsePayload(action.payload));
+    if (outcome === 'kept') return toPendingAction<TPayload>(action, readPayload(action.payload));
     const { events } = this;
     if (events.listening) {
       events.publish({ type: 'scheduled', topic: action.topic, key: action.key, at: events.now(), dueAt: new Date(action.dueAt), attempt: action.attempt });
     }
-    return toPendingAction<TPayload>(action, payload === undefined || shape === PayloadShape.Kept ? payload : parsePayload(action.payload));
+    return toPendingAction<TPayload>(action, payload === undefined || shape === PayloadShape.Kept ? payload : readPayload(action.payload));
   }
 
   /**
@@ -215,14 +216,14 @@ export class DelayService {
     if (!action) return null;
     const { events } = this;
     if (events.listening) events.publish({ type: 'rescheduled', topic, key, at: events.now(), dueAt: new Date(action.dueAt) });
-    return toPendingAction<TPayload>(action, parsePayload(action.payload));
+    return toPendingAction<TPayload>(action, readPayload(action.payload));
   }
 
   async get<TPayload = unknown>(topic: string, key: string): Promise<PendingAction<TPayload> | null> {
     validateTopic(topic);
     validateKey(key);
     const action = await this.driver.get(topic, key);
-    return action ? toPendingAction<TPayload>(action, parsePayload(action.payload)) : null;
+    return action ? toPendingAction<TPayload>(action, readPayload(action.payload)) : null;
   }
 
   /** Pending actions of a topic: running ones first, then waiting ones by due time, then key. */
@@ -230,7 +231,7 @@ export class DelayService {
     validateTopic(topic);
     const request = validatePage(page);
     const [items, total] = await Promise.all([this.driver.list(topic, request), this.driver.count(topic)]);
-    return { items: items.map((action) => toPendingAction<TPayload>(action, parsePayload(action.payload))), total, ...request };
+    return { items: items.map((action) => toPendingAction<TPayload>(action, readPayload(action.payload))), total, ...request };
   }
 
   async count(topic: string): Promise<number> {
@@ -465,6 +466,11 @@ function splitTransaction<T extends object>(options: T & WriteOptions): [T, unkn
 function writeOptions(options: unknown): WriteOptions {
   if (typeof options !== 'object' || options === null) throw new InvalidScheduleOptionsError('write options must be an object, e.g. { transaction }');
   return options as WriteOptions;
+}
+
+/** A pending action's payload as users read it: a recurring schedule's tick carries its series state (not JSON), shown decoded. */
+function readPayload(stored: string | undefined): unknown {
+  return decodeSeriesState(stored) ?? parsePayload(stored);
 }
 
 function toPendingAction<TPayload>(action: StoredAction, payload: unknown): PendingAction<TPayload> {

@@ -166,6 +166,14 @@ export interface AdvanceSeriesResult {
   readonly cancelled: readonly string[];
   /** The series was removed as an orphan (see `orphanGraceMs`): nothing else was done. */
   readonly orphaned?: boolean;
+  /**
+   * The re-armed tick's due time (the driver's time) when `next` armed one.
+   * A driver that leaves it out makes a recurring write read the tick back.
+   * A driver that gives it also drops, on a write with `absent`, any last
+   * run an earlier series of the same key left: a schedule created so is
+   * returned without reading its last run.
+   */
+  readonly nextDueAt?: number;
 }
 
 /** A due time as the caller gave it; the driver resolves it on its own clock. */

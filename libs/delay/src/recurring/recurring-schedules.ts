@@ -21,12 +21,21 @@ const MAX_ROUNDS = 8;
 const LIST_PAGE = 1000;
 
 type Change = { readonly next: AdvanceSeriesCommand['next']; readonly occurrences?: AdvanceSeriesCommand['occurrences'] } | 'none';
+/** What a schedule's view is made of: its tick as read, or as just written. */
+type Tick = Pick<StoredAction, 'topic' | 'key' | 'payload' | 'dueAt'>;
+/** The tick after a write (null if none), and whether the write created the schedule (it then has no last run). */
+interface Written {
+  readonly tick: Tick | null;
+  readonly created: boolean;
+}
 
 /**
  * The per-key operations on recurring schedules (upsert, remove, pause,
  * resume, run now, read), for every driver alike. Each reads the schedule's
  * tick and writes with advanceSeries conditioned on the payload it read, so
- * a concurrent tick or writer makes it read again rather than overwrite.
+ * a concurrent tick or writer makes it read again rather than overwrite. An
+ * upsert first tries to create, on condition that there is no tick: one
+ * round trip for a new schedule, whose view is made from what was written.
  * With a transaction (bound by DelayService), the read and the write are
  * both made inside it.
  */
@@ -63,7 +72,7 @@ export class RecurringSchedules {
     const payload = serializePayload(options.payload, this.options.maxPayloadBytes);
     const declared = declaration !== undefined;
     const wanted = { spec: checked.compiled.spec, missed: checked.missed, overlap: checked.overlap, jitterMs: checked.jitterMs, payload, declared, orphan: declaration?.orphan === 'keep' ? ('keep' as const) : undefined };
-    const stored = await this.write(topic, key, (state, action) => {
+    const written = await this.write(topic, key, (state, action) => {
       if (!state || !action) {
         const fresh: SeriesState = { v: 1, ...wanted, last: null, reset: true, paused: false };
         return { next: { due: { delayMs: 0 }, payload: encodeSeriesState(fresh) } };
@@ -74,8 +83,9 @@ export class RecurringSchedules {
       // A changed recurrence: the tick runs now and plans from now. Otherwise it keeps its time.
       const due = updated.reset ? { delayMs: 0 } : { atMs: action.dueAt };
       return { next: { due, payload: encodeSeriesState(updated) } };
-    }, transaction);
-    return (await this.views<TPayload>([stored as StoredAction]))[0];
+    }, transaction, !declared);
+    const tick = written.tick as Tick;
+    return written.created ? this.view<TPayload>(tick, null) : (await this.views<TPayload>([tick]))[0];
   }
 
   /** Removes the schedule: no further occurrence. Occurrences already created still run. True if there was one. */
@@ -150,39 +160,48 @@ export class RecurringSchedules {
 
   /**
    * Reads the tick, asks `decide` what to write, and writes it on condition
-   * that the tick is still what was read. Returns the tick as read (undefined if none) in the last round.
+   * that the tick is still what was read. With `tryCreate`, the first round
+   * skips the read and writes on condition that there is no tick (the
+   * common case of an upsert); a tick there makes the next round read it.
+   * Returns the tick as read ('none') or as written, null if none.
    */
   private async write(
     topic: string,
     key: string,
     decide: (state: SeriesState | undefined, action: StoredAction | undefined) => Change,
     transaction?: DriverTransaction,
-  ): Promise<StoredAction | null> {
+    tryCreate = false,
+  ): Promise<Written> {
     const { driver } = this;
     if (!driver.advanceSeries) throw new UnsupportedOperationError('recurring actions', driver.name);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    const first = tryCreate ? -1 : 0;
+    for (let round = first; round < MAX_ROUNDS; round++) {
       // Read where the write goes: inside a transaction, it must see that transaction's earlier writes.
-      const action = (await driver.get(topic, key, transaction)) ?? undefined;
+      const action = round < 0 ? undefined : ((await driver.get(topic, key, transaction)) ?? undefined);
       const state = action ? decodeSeriesState(action.payload) : undefined;
       if (action && !state) throw new RecurringTopicError(topic, `key ${quoteInput(key)} holds an action that is no recurring schedule`);
       const change = decide(state, action);
-      if (change === 'none') return action ?? null;
+      if (change === 'none') return { tick: action ?? null, created: false };
       const expect = action ? { payload: action.payload as string } : { absent: true as const };
       const result = await driver.advanceSeries({ topic, key, expect, overlap: 'allow', occurrences: change.occurrences ?? [], next: change.next, transaction });
-      if (result.applied) return change.next ? driver.get(topic, key, transaction) : null;
+      if (!result.applied) continue;
+      if (!change.next) return { tick: null, created: false };
+      // The tick as written: its payload, and the due time the driver resolved (a driver that does not say is read back).
+      if (result.nextDueAt !== undefined) return { tick: { topic, key, payload: change.next.payload, dueAt: result.nextDueAt }, created: action === undefined };
+      return { tick: await driver.get(topic, key, transaction), created: false };
     }
     this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} changed ${MAX_ROUNDS} times while being written`);
     throw new RecurringTopicError(topic, `schedule ${quoteInput(key)} kept changing while being written; try again`);
   }
 
   /** The schedules of these ticks (all of one topic), with their last runs: one more read of the driver's, whatever their number. */
-  private async views<TPayload>(actions: readonly StoredAction[]): Promise<Array<RecurringSchedule<TPayload>>> {
+  private async views<TPayload>(actions: readonly Tick[]): Promise<Array<RecurringSchedule<TPayload>>> {
     if (actions.length === 0) return [];
     const runs = this.driver.lastSeriesRuns ? await this.driver.lastSeriesRuns(actions[0].topic, actions.map((action) => action.key)) : [];
     return actions.map((action, n) => this.view<TPayload>(action, runs[n] ?? null));
   }
 
-  private view<TPayload>(action: StoredAction, run: SeriesRunRecord | null): RecurringSchedule<TPayload> {
+  private view<TPayload>(action: Tick, run: SeriesRunRecord | null): RecurringSchedule<TPayload> {
     const state = decodeSeriesState(action.payload) as SeriesState;
     return {
       topic: action.topic,

@@ -1,5 +1,6 @@
 import type { OverlapPolicy } from '../interfaces/delay-driver.interface';
 import type { NormalizedRecurrence } from './compile-recurrence';
+import type { DstGapPolicy, DstOverlapPolicy } from './recurrence-spec';
 import type { RecurrenceSpec } from './recurrence-spec';
 import type { MissedRunPolicy } from './recurring-options';
 
@@ -9,7 +10,8 @@ export type StoredMissedPolicy = { readonly kind: 'skip' | 'once' | 'all' } | { 
 /**
  * What a series' tick carries as its payload: everything the ticker needs,
  * so that any instance (whatever code it runs) computes the same next step
- * from the tick alone. Plain JSON; `v` is the format's version.
+ * from the tick alone. Stored as encodeSeriesState writes it; `v` is the
+ * format's version.
  */
 export interface SeriesState {
   readonly v: 1;
@@ -40,20 +42,102 @@ export function missedOf(policy: StoredMissedPolicy): MissedRunPolicy {
   return policy.kind === 'within' ? { within: policy.withinMs } : policy.kind;
 }
 
+/**
+ * The stored form starts with this mark, which no JSON text (nor a batch's
+ * '#') starts with: a store can tell a tick from any other action by its
+ * payload alone (the Redis scripts do, see lua/include/tick.lua).
+ */
+export const SERIES_STATE_MARK = '@1';
+
+const MISSED_CODES: Readonly<Record<Exclude<StoredMissedPolicy['kind'], 'within'>, string>> = { once: '', skip: 's', all: 'a' };
+const OVERLAP_CODES: Readonly<Record<OverlapPolicy, string>> = { skip: '', bufferOne: 'b', allow: 'a', cancelPrevious: 'c' };
+/** dstGap then dstOverlap, the defaults ('shift', 'first') stored as ''. */
+const DST_CODES: Readonly<Record<string, string>> = { 'shift first': '', 'shift last': 'sl', 'skip first': 'kf', 'skip last': 'kl' };
+/** Fields before the payload: the mark, the kind, 2 (interval) or 3 (cron) of the recurrence, then missed, overlap, jitter, last, flags. */
+const HEAD_FIELDS = { i: 9, c: 10 } as const;
+
+/**
+ * One positional line, fields joined by '|', the payload last (it may hold
+ * '|'): a tick is the bulk of a schedule's stored bytes, so defaults are
+ * empty fields and numbers are in base 36, as envelopes keep due times.
+ *   @1|c|cron|zone ('' = UTC)|dst|missed|overlap|jitter|last|flags|payload
+ *   @1|i|every|anchor|missed|overlap|jitter|last|flags|payload
+ * missed: '' once, 's' skip, 'a' all, 'w' + ms within; overlap: '' skip,
+ * 'b', 'a', 'c'; last '' before the first occurrence; flags: r reset,
+ * p paused, d declared, k orphan keep, f fixed time; payload '' for none.
+ */
 export function encodeSeriesState(state: SeriesState): string {
-  return JSON.stringify(state);
+  const { spec } = state;
+  const recurrence =
+    spec.kind === 'cron'
+      ? `c|${spec.cron}|${spec.timeZone === 'UTC' ? '' : spec.timeZone}|${DST_CODES[`${spec.dstGap} ${spec.dstOverlap}`]}`
+      : `i|${spec.everyMs.toString(36)}|${spec.anchorMs.toString(36)}`;
+  const missed = state.missed.kind === 'within' ? `w${state.missed.withinMs.toString(36)}` : MISSED_CODES[state.missed.kind];
+  const flags = (state.reset ? 'r' : '') + (state.paused ? 'p' : '') + (state.declared ? 'd' : '') + (state.orphan === 'keep' ? 'k' : '') + (spec.kind === 'cron' && spec.fixedTime ? 'f' : '');
+  const jitter = state.jitterMs === 0 ? '' : state.jitterMs.toString(36);
+  const last = state.last === null ? '' : state.last.toString(36);
+  return `${SERIES_STATE_MARK}|${recurrence}|${missed}|${OVERLAP_CODES[state.overlap]}|${jitter}|${last}|${flags}|${state.payload ?? ''}`;
 }
 
 /** The state a tick carries; undefined when the payload is not one (an action this library did not arm). */
 export function decodeSeriesState(payload: string | undefined): SeriesState | undefined {
-  if (payload === undefined) return undefined;
-  try {
-    const state = JSON.parse(payload) as Partial<SeriesState> | null;
-    if (typeof state !== 'object' || state === null || state.v !== 1 || typeof state.spec !== 'object') return undefined;
-    return state as SeriesState;
-  } catch {
-    return undefined;
+  if (payload === undefined || !payload.startsWith(`${SERIES_STATE_MARK}|`)) return undefined;
+  const kind = payload.charAt(SERIES_STATE_MARK.length + 1);
+  if (kind !== 'c' && kind !== 'i') return undefined;
+  const fields: string[] = [];
+  let at = 0;
+  for (let n = 0; n < HEAD_FIELDS[kind]; n++) {
+    const bar = payload.indexOf('|', at);
+    if (bar < 0) return undefined;
+    fields.push(payload.slice(at, bar));
+    at = bar + 1;
   }
+  const rest = payload.slice(at);
+  const spec = kind === 'c' ? cronSpec(fields) : intervalSpec(fields);
+  const [missedCode, overlapCode, jitter, last, flags] = fields.slice(kind === 'c' ? 5 : 4);
+  const missed = missedOfCode(missedCode);
+  const overlap = keyOf(OVERLAP_CODES, overlapCode);
+  const jitterMs = jitter === '' ? 0 : parseInt(jitter, 36);
+  const lastMs = last === '' ? null : parseInt(last, 36);
+  if (!spec || !missed || !overlap || Number.isNaN(jitterMs) || Number.isNaN(lastMs)) return undefined;
+  return {
+    v: 1,
+    spec,
+    missed,
+    overlap,
+    jitterMs,
+    payload: rest === '' ? undefined : rest,
+    last: lastMs,
+    reset: flags.includes('r'),
+    paused: flags.includes('p'),
+    declared: flags.includes('d'),
+    orphan: flags.includes('k') ? 'keep' : undefined,
+  };
+
+  function cronSpec([, , cron, zone, dst]: string[]): NormalizedRecurrence | undefined {
+    const policies = keyOf(DST_CODES, dst)?.split(' ') as [DstGapPolicy, DstOverlapPolicy] | undefined;
+    if (!policies || cron === '') return undefined;
+    return { kind: 'cron', cron, timeZone: zone === '' ? 'UTC' : zone, dstGap: policies[0], dstOverlap: policies[1], fixedTime: fields[HEAD_FIELDS.c - 1].includes('f') };
+  }
+}
+
+function intervalSpec([, , every, anchor]: string[]): NormalizedRecurrence | undefined {
+  const everyMs = parseInt(every, 36);
+  const anchorMs = parseInt(anchor, 36);
+  return Number.isNaN(everyMs) || Number.isNaN(anchorMs) ? undefined : { kind: 'interval', everyMs, anchorMs };
+}
+
+function missedOfCode(code: string): StoredMissedPolicy | undefined {
+  if (code.startsWith('w')) {
+    const withinMs = parseInt(code.slice(1), 36);
+    return Number.isNaN(withinMs) ? undefined : { kind: 'within', withinMs };
+  }
+  const kind = keyOf(MISSED_CODES, code);
+  return kind ? { kind } : undefined;
+}
+
+function keyOf<T extends string>(codes: Readonly<Record<T, string>>, code: string): T | undefined {
+  return (Object.keys(codes) as T[]).find((name) => codes[name] === code);
 }
 
 /** Same recurrence (the next time must be computed again when it changed). */

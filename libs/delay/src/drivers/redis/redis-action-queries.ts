@@ -42,7 +42,7 @@ export class RedisActionQueries {
   }
 
   private async listShard(topic: string, keys: TopicKeys, page: Required<PageRequest>): Promise<StoredAction[]> {
-    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active, keys.paused], [page.offset, page.limit, keys.itemsPrefix, LISTED_BATCH_ITEMS]);
+    const reply = await this.connection.run<Reply>('list', [keys.due, keys.env, keys.active, keys.paused, keys.ticks], [page.offset, page.limit, keys.itemsPrefix, LISTED_BATCH_ITEMS]);
     // The first element says whether the topic is paused; then four per action.
     const paused = Number(reply[0]) === 1;
     const actions: StoredAction[] = [];

@@ -26,9 +26,9 @@ export interface TopicKeys {
   readonly claimPrefix: string;
   /** STRING whose existence pauses the topic on every instance (the claim script then starts nothing new). */
   readonly paused: string;
-  /** HASH recurring series key → keys of its occurrences that may still be waiting or running (advance-series.lua). */
+  /** HASH recurring series key → keys of its occurrences that may still be waiting or running (advance-series.lua); no field while none. */
   readonly series: string;
-  /** ZSET: the recurring ticks among `due`, same scores, so a claim takes them without a handler slot. */
+  /** ZSET of recurring ticks, scored by due time: a tick waits here, never in `due`, so a claim takes it without a handler slot. */
   readonly ticks: string;
   /** HASH recurring series key → its last run (lua/include/series-run.lua), written by the outcome scripts. */
   readonly runs: string;

@@ -157,7 +157,7 @@ export class RedisTopicConsumer {
       const { keys, leaseMs } = this.settings;
       reply = await this.connection.run<Array<string | number>>(
         'claim',
-        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks, keys.series],
+        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks],
         [Math.max(0, limit), firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, TICKS_PER_CLAIM],
       );
       this.failures = 0;
@@ -311,7 +311,7 @@ export class RedisTopicConsumer {
     // An occurrence of a recurring schedule: the outcome script also records it as the schedule's last run.
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? String(delivery.firedAt) : '';
     if (outcome.kind === 'completed') return this.ack(member, delivery.token, startedAt);
-    if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq, keys.runs], [member, delivery.token, outcome.delayMs, keys.wake, startedAt], what);
+    if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq, keys.runs, keys.ticks], [member, delivery.token, outcome.delayMs, keys.wake, startedAt], what);
     return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex, keys.runs], [member, delivery.token, outcome.error, keys.itemsPrefix, startedAt], what);
   }
 

@@ -52,7 +52,7 @@ export class RedisTopicControl {
 
   /** Makes a waiting action due now in the shard that holds it. */
   async runNow(keys: TopicKeys, key: string): Promise<boolean> {
-    return (await this.connection.write<number>('runNow', [keys.due, keys.env], [key, keys.wake])) === 1;
+    return (await this.connection.write<number>('runNow', [keys.due, keys.env, keys.ticks], [key, keys.wake])) === 1;
   }
 
   /** Every topic under the prefix with pending or dead actions, or paused, whichever instance made them, summed over its shards. */
@@ -102,7 +102,7 @@ export class RedisTopicControl {
 
   /** [pending, running, dead, paused, now, earliest due or -1] of one shard. */
   private async summary(keys: TopicKeys): Promise<[number, number, number, boolean, number, number]> {
-    const reply = await this.connection.run<number[]>('topicSummary', [keys.env, keys.active, keys.deadIndex, keys.paused, keys.due], []);
+    const reply = await this.connection.run<number[]>('topicSummary', [keys.env, keys.active, keys.deadIndex, keys.paused, keys.due, keys.ticks], []);
     return [Number(reply[0]), Number(reply[1]), Number(reply[2]), Number(reply[3]) === 1, Number(reply[4]), Number(reply[5])];
   }
 

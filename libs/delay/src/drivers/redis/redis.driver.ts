@@ -300,7 +300,9 @@ export class RedisDriver implements DelayDriver {
   async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
     const view = this.layouts.writable(command.topic) ?? (await this.layouts.load(command.topic, true));
     // A series armed under another shard count is advanced where it lives (its occurrences share its shard).
-    const found = view.others.length > 0 && !('absent' in command.expect) ? await this.findIn(view.others, command.topic, command.key) : undefined;
+    const found = view.others.length > 0 ? await this.findIn(view.others, command.topic, command.key) : undefined;
+    // Absent means absent from every layout: a series armed under another shard count stays the one series.
+    if (found && 'absent' in command.expect) return { applied: false, created: [], skipped: [], cancelled: [] };
     const keys = found?.keys ?? view.current.keysFor(command.key);
     const { expect, next } = command;
     const [expectKind, expectValue] = 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', ''];
@@ -315,11 +317,12 @@ export class RedisDriver implements DelayDriver {
     if (Number(reply[0]) !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
     const created = Number(reply[1]);
     const skipped = Number(reply[2]);
-    const members = reply.slice(4).map(String);
+    const members = reply.slice(5).map(String);
+    const nextDueAt = Number(reply[4]);
     const cancelled = members.slice(created + skipped);
     // A cancelled occurrence running here is told now; one running on another instance learns it at its next lease renewal.
     if (cancelled.length > 0) for (const topicConsumer of this.consumers.values()) if (topicConsumer.topic === command.topic) topicConsumer.revoke(cancelled);
-    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled };
+    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled, nextDueAt: nextDueAt < 0 ? undefined : nextDueAt };
   }
 
   async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
@@ -371,14 +374,14 @@ export class RedisDriver implements DelayDriver {
   // ---- one shard -------------------------------------------------------
 
   private async cancelIn(keys: TopicKeys, key: string): Promise<boolean> {
-    return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active], [key, keys.itemsPrefix])) === 1;
+    return (await this.connection.write<number>('cancel', [keys.due, keys.env, keys.active, keys.ticks], [key, keys.itemsPrefix])) === 1;
   }
 
   private async rescheduleIn(keys: TopicKeys, command: RescheduleCommand): Promise<StoredAction | null> {
     const [mode, value] = dueArgs(command.due);
     const reply = await this.connection.write<Reply>(
       'reschedule',
-      [keys.due, keys.env, keys.active, keys.seq],
+      [keys.due, keys.env, keys.active, keys.seq, keys.ticks],
       [command.key, mode, value, command.maxPastMs, this.horizonMs, keys.wake],
     );
     const status = this.checkStatus(reply, command.maxPastMs, command.due, command.topic, command.key);
@@ -566,7 +569,7 @@ export class RedisDriver implements DelayDriver {
     const keys = topicConsumer.keys;
     const pairs = topicConsumer.memberTokenPairs();
     const released = await this.connection
-      .run<number>('release', [keys.due, keys.env, keys.active, keys.seq], [keys.wake, ...pairs])
+      .run<number>('release', [keys.due, keys.env, keys.active, keys.seq, keys.ticks], [keys.wake, ...pairs])
       .catch((error: unknown) => {
         this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
         return 0;

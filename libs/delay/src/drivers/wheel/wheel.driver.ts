@@ -386,6 +386,7 @@ export class WheelDriver implements SameTickDriver {
           ? tick !== undefined && !isBatch(arena.payloads[tick]) && arena.payloads[tick] === expect.payload
           : tick === undefined;
     if (!holds) return { applied: false, created: [], skipped: [], cancelled: [] };
+    if ('absent' in expect) state.runs.delete(command.key);
     if (tick !== undefined && isBatch(arena.payloads[tick])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
     const now = this.clock.now();
     if (command.orphanGraceMs !== undefined && command.orphanGraceMs > 0) {
@@ -411,6 +412,7 @@ export class WheelDriver implements SameTickDriver {
     const created: string[] = [];
     const skipped: string[] = [];
     const cancelled: string[] = [];
+    let nextDueAt: number | undefined;
     const { overlap } = command;
     const refused = command.occurrences.length > 0 && ((overlap === 'skip' && alive.length > 0) || (overlap === 'bufferOne' && waiting));
     if (command.occurrences.length > 0 && overlap === 'cancelPrevious') {
@@ -434,13 +436,13 @@ export class WheelDriver implements SameTickDriver {
     } else {
       if (command.next !== undefined) {
         state.ticks.add(command.key);
-        const dueAt = resolveDueAt(command.next.due, now, Infinity, this.horizonMs);
-        this.arm(state, command.key, command.next.payload, dueAt, state.index.get(command.key));
+        nextDueAt = resolveDueAt(command.next.due, now, Infinity, this.horizonMs);
+        this.arm(state, command.key, command.next.payload, nextDueAt, state.index.get(command.key));
       }
       if (alive.length > 0) state.series.set(command.key, alive);
       else state.series.delete(command.key);
     }
-    return { applied: true, created, skipped, cancelled };
+    return { applied: true, created, skipped, cancelled, nextDueAt };
   }
 
   async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {

@@ -10,9 +10,11 @@ KEYS[2] env HASH
 KEYS[3] active ZSET
 KEYS[4] seq STRING    the last arming token minted (include/token.lua)
 KEYS[5] series HASH   field = series key, value = keys of its occurrences that
-                      may still be waiting or running, joined by "\31"
-KEYS[6] ticks ZSET    the series' ticks waiting in due, same score: claim.lua
-                      takes them without a handler slot
+                      may still be waiting or running, joined by "\31"; no
+                      field while there is none (most of the time)
+KEYS[6] ticks ZSET    the series' ticks, scored by due time: a tick waits
+                      here, never in due (include/tick.lua), and claim.lua
+                      takes it without a handler slot
 KEYS[7] runs HASH     the last run of each series (include/series-run.lua):
                       an occurrence refused by the overlap policy is recorded
                       as 'skipped'
@@ -34,9 +36,10 @@ then    the orphan grace, ms (0: no check). With one, a series no instance
         of advanced; a series without a mark gets one, that far ahead.
 
 Returns {0} when the condition did not hold (nothing changed), {2} when the
-series was removed as an orphan, else {1, created, skipped, cancelled, key...}:
-the counts, then the keys of the created, skipped and cancelled occurrences in
-that order.
+series was removed as an orphan, else {1, created, skipped, cancelled,
+nextDueAt, key...}: the counts, the re-armed tick's due time (-1 when not
+re-armed), then the keys of the created, skipped and cancelled occurrences in
+that order. A series created ('absent') starts with no last run in `runs`.
 Time is the Redis server's (TIME).
 ]]
 --@include clock
@@ -49,6 +52,7 @@ local key = ARGV[1]
 local envelope = redis.call('HGET', KEYS[2], key)
 if ARGV[2] == 'absent' then
   if envelope then return {0} end
+  redis.call('HDEL', KEYS[7], key)
 else
   if not envelope then return {0} end
   local token, payload = string.match(envelope, '^([^|]*)|[^|]*|[^|]*|(.*)$')
@@ -131,21 +135,27 @@ end
 if refused then recordSeriesRun(KEYS[7], skipped[#skipped], 'skipped', '', 0, now) end
 
 local nextKind = ARGV[5]
+local nextDueAt = -1
 if nextKind == 'remove' then
   removeSeries()
 else
   if nextKind ~= 'keep' then
     local dueAt = dueOf(nextKind, ARGV[6])
+    nextDueAt = dueAt
     redis.call('HSET', KEYS[2], key, mintToken(KEYS[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. ARGV[7])
     -- A run of the tick still going loses its lease; its ack will not match the new token.
     redis.call('ZREM', KEYS[3], key)
-    redis.call('ZADD', KEYS[1], dueAt, key)
     redis.call('ZADD', KEYS[6], dueAt, key)
     -- Consumers whose slots are all busy sleep until a slot frees or a wake: a tick needs no slot, so tell them.
     local firstTick = redis.call('ZRANGE', KEYS[6], 0, 0)
     if firstTick[1] == key then redis.call('PUBLISH', ARGV[8], string.format('%d', dueAt)) end
   end
-  redis.call('HSET', KEYS[5], key, table.concat(alive, '\31'))
+  -- Only while occurrences may be live: a schedule between them costs no field.
+  if #alive > 0 then
+    redis.call('HSET', KEYS[5], key, table.concat(alive, '\31'))
+  elseif listed then
+    redis.call('HDEL', KEYS[5], key)
+  end
 end
 
 if earliest then
@@ -153,7 +163,7 @@ if earliest then
   if first[2] and tonumber(first[2]) >= earliest then redis.call('PUBLISH', ARGV[8], string.format('%d', earliest)) end
 end
 
-local result = {1, #created, #skipped, #cancelled}
+local result = {1, #created, #skipped, #cancelled, nextDueAt}
 for _, member in ipairs(created) do result[#result + 1] = member end
 for _, member in ipairs(skipped) do result[#result + 1] = member end
 for _, member in ipairs(cancelled) do result[#result + 1] = member end

@@ -5,6 +5,7 @@ will then find no envelope and change nothing; it is never retried.
 KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
+KEYS[4] ticks ZSET   recurring ticks, which wait here instead of due (include/tick.lua)
 ARGV[1] key
 ARGV[2] items key prefix (an open batch's items are deleted with it)
 
@@ -17,6 +18,7 @@ local removed = 0
 if redis.call('HDEL', KEYS[2], ARGV[1]) == 1 then
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
   redis.call('DEL', ARGV[2] .. ARGV[1])
   removed = 1
 end

@@ -19,11 +19,10 @@ KEYS[6] the record of this instance's previous claim, whose reply arrived:
         no longer needed, deleted (a record otherwise expires with its lease)
 KEYS[7] paused STRING: while it exists nothing new is claimed and next is
         -1 (a resume publishes a wake); a lost reply is still handed back
-KEYS[8] ticks ZSET: recurring ticks among due (same scores); up to ARGV[4]
-        due ones are taken besides the limit: a tick is library work that
-        takes no handler slot, so long handlers cannot hold a schedule back
-KEYS[9] series HASH: a member that is a field is a recurring tick (an expired
-        tick's lease puts it back in ticks too)
+KEYS[8] ticks ZSET: recurring ticks (include/tick.lua), scored by due time,
+        never in due; up to ARGV[4] due ones are taken besides the limit: a
+        tick is library work that takes no handler slot, so long handlers
+        cannot hold a schedule back (an expired tick's lease puts it back here)
 ARGV[1] limit: how many to claim at most
 ARGV[2] lease, ms
 ARGV[3] items key prefix (a batch's items live at prefix .. member, same hash tag)
@@ -33,21 +32,21 @@ A batch sealed by collect (maxItems) leaves the key's index of sealed
 batches once claimed: cancel(key) no longer reaches a batch that started.
 
 Returns {now, next, nextTick, member1, envelope1, items1, member2, ...}
-  next: when this topic next needs a look (earliest due time or lease
-  expiry left), -1 if nothing is pending; nextTick: the earliest tick left,
+  next: when this topic next needs a look (earliest due time, tick or
+  lease expiry left), -1 if nothing is pending; nextTick: the earliest tick left,
   -1 if none. itemsN is '' for a single action, "\30" for a tick taken
   besides the limit.
 ]]
 --@include clock
 --@include encoding
 --@include token
+--@include tick
 local now = serverNow()
 local limit = tonumber(ARGV[1])
 local leaseUntil = now + tonumber(ARGV[2])
 local itemsPrefix = ARGV[3]
 
 local hasTicks = redis.call('EXISTS', KEYS[8]) == 1
-local hasSeries = redis.call('EXISTS', KEYS[9]) == 1
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 100)
 for _, member in ipairs(expired) do
   redis.call('ZREM', KEYS[3], member)
@@ -56,11 +55,9 @@ for _, member in ipairs(expired) do
     local old, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
     local token = mintToken(KEYS[4]) .. traceOf(old)
     redis.call('HSET', KEYS[2], member, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
-    redis.call('ZADD', KEYS[1], now, member)
-    if hasSeries and redis.call('HEXISTS', KEYS[9], member) == 1 then
-      redis.call('ZADD', KEYS[8], now, member)
-      hasTicks = true
-    end
+    local waiting = waitingSetOf(envelope, KEYS[1], KEYS[8])
+    redis.call('ZADD', waiting, now, member)
+    if waiting == KEYS[8] then hasTicks = true end
   end
 end
 
@@ -95,7 +92,6 @@ elseif not paused then
   if limit > 0 then due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit) end
   for _, member in ipairs(due) do
     redis.call('ZREM', KEYS[1], member)
-    if hasTicks then redis.call('ZREM', KEYS[8], member) end
     local envelope = redis.call('HGET', KEYS[2], member)
     if envelope then
       local token, _, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
@@ -118,17 +114,11 @@ elseif not paused then
   if hasTicks then
     for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))) do
       redis.call('ZREM', KEYS[8], member)
-      -- Only a tick still due in due: cancel leaves a stale copy here, reschedule a stale score.
-      local score = redis.call('ZSCORE', KEYS[1], member)
-      if score and tonumber(score) > now then
-        redis.call('ZADD', KEYS[8], score, member)
-      elseif score then
-        redis.call('ZREM', KEYS[1], member)
-        local envelope = redis.call('HGET', KEYS[2], member)
-        if envelope then
-          hand(member, envelope, true)
-          redis.call('RPUSH', KEYS[5], member, string.match(envelope, '^([^|]*)|'))
-        end
+      local envelope = redis.call('HGET', KEYS[2], member)
+      -- Only a tick still: an action scheduled by hand over a tick's key leaves its entry here.
+      if envelope and isTick(envelope) then
+        hand(member, envelope, true)
+        redis.call('RPUSH', KEYS[5], member, string.match(envelope, '^([^|]*)|'))
       end
     end
   end
@@ -140,10 +130,13 @@ local nextLease = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 local nextAt = -1
 if nextDue[2] then nextAt = tonumber(nextDue[2]) end
 if nextLease[2] and (nextAt < 0 or tonumber(nextLease[2]) < nextAt) then nextAt = tonumber(nextLease[2]) end
-if paused then nextAt = -1 end
-result[2] = nextAt
 if hasTicks and not paused then
   local nextTick = redis.call('ZRANGE', KEYS[8], 0, 0, 'WITHSCORES')
-  if nextTick[2] then result[3] = tonumber(nextTick[2]) end
+  if nextTick[2] then
+    result[3] = tonumber(nextTick[2])
+    if nextAt < 0 or result[3] < nextAt then nextAt = result[3] end
+  end
 end
+if paused then nextAt = -1 end
+result[2] = nextAt
 return result

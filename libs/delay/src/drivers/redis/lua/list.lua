@@ -6,6 +6,7 @@ KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
 KEYS[4] paused STRING (exists while the topic is paused)
+KEYS[5] ticks ZSET   recurring ticks, which wait here instead of due (include/tick.lua)
 ARGV[1] offset
 ARGV[2] limit
 ARGV[3] items key prefix
@@ -58,7 +59,34 @@ end
 local taken = #result / 4
 if taken < limit then
   local start = math.max(0, offset - #rows)
-  local waiting = redis.call('ZRANGE', KEYS[1], start, start + (limit - taken) - 1)
+  local want = limit - taken
+  local waiting
+  -- Ticks wait in a set of their own. With one of the two sets empty (a
+  -- recurring topic between occurrences, a topic without schedules), the page is a range of the other.
+  local dueEmpty = redis.call('EXISTS', KEYS[1]) == 0
+  if redis.call('EXISTS', KEYS[5]) == 0 or dueEmpty then
+    waiting = redis.call('ZRANGE', dueEmpty and KEYS[5] or KEYS[1], start, start + want - 1)
+  else
+    -- Both hold actions: the first start + want of each, merged in the
+    -- order one set would give (due time, then key bytes).
+    local due = redis.call('ZRANGE', KEYS[1], 0, start + want - 1, 'WITHSCORES')
+    local ticks = redis.call('ZRANGE', KEYS[5], 0, start + want - 1, 'WITHSCORES')
+    waiting = {}
+    local i, j, rank = 1, 1, 0
+    while #waiting < want and (i <= #due or j <= #ticks) do
+      local takeDue
+      if i > #due then takeDue = false
+      elseif j > #ticks then takeDue = true
+      else
+        local a, b = tonumber(due[i + 1]), tonumber(ticks[j + 1])
+        takeDue = a < b or (a == b and due[i] < ticks[j])
+      end
+      local key
+      if takeDue then key = due[i] i = i + 2 else key = ticks[j] j = j + 2 end
+      if rank >= start then waiting[#waiting + 1] = key end
+      rank = rank + 1
+    end
+  end
   for _, key in ipairs(waiting) do
     result[#result + 1] = key
     result[#result + 1] = redis.call('HGET', KEYS[2], key)

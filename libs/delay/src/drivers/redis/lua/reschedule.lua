@@ -5,6 +5,7 @@ KEYS[1] due ZSET
 KEYS[2] env HASH
 KEYS[3] active ZSET
 KEYS[4] seq STRING   the last arming token minted (include/token.lua)
+KEYS[5] ticks ZSET   recurring ticks, which wait here instead of due (include/tick.lua)
 ARGV[1] key
 ARGV[2] 'delay' or 'at'
 ARGV[3] the delay or the absolute due time, ms
@@ -19,6 +20,7 @@ Returns {status, envelope, now}
 --@include clock
 --@include encoding
 --@include token
+--@include tick
 local now = serverNow()
 local key = ARGV[1]
 
@@ -35,9 +37,10 @@ local old, attempt, _, payload = string.match(existing, '^([^|]*)|([^|]*)|([^|]*
 local token = mintToken(KEYS[4]) .. traceOf(old)
 local envelope = token .. '|' .. attempt .. '|' .. b36(dueAt) .. '|' .. payload
 redis.call('HSET', KEYS[2], key, envelope)
-redis.call('ZADD', KEYS[1], dueAt, key)
+local waiting = waitingSetOf(existing, KEYS[1], KEYS[5])
+redis.call('ZADD', waiting, dueAt, key)
 redis.call('ZREM', KEYS[3], key)
 
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+local head = redis.call('ZRANGE', waiting, 0, 0)
 if head[1] == key then redis.call('PUBLISH', ARGV[6], string.format('%d', dueAt)) end
 return {1, envelope, now}

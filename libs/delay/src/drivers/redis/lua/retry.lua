@@ -8,6 +8,7 @@ KEYS[2] env HASH
 KEYS[3] active ZSET
 KEYS[4] seq STRING   the last arming token minted (include/token.lua)
 KEYS[5] runs HASH    the last run of each recurring schedule (include/series-run.lua)
+KEYS[6] ticks ZSET   recurring ticks, which wait here instead of due (include/tick.lua)
 ARGV[1] key
 ARGV[2] token of the run
 ARGV[3] backoff, ms
@@ -20,6 +21,7 @@ Returns 1 if re-queued, 0 if the token no longer matches.
 --@include encoding
 --@include token
 --@include series-run
+--@include tick
 local now = serverNow()
 local key = ARGV[1]
 local envelope = redis.call('HGET', KEYS[2], key)
@@ -30,8 +32,9 @@ local dueAt = now + tonumber(ARGV[3])
 local fresh = mintToken(KEYS[4]) .. traceOf(token)
 redis.call('HSET', KEYS[2], key, fresh .. '|' .. (tonumber(attempt) + 1) .. '|' .. b36(dueAt) .. '|' .. payload)
 redis.call('ZREM', KEYS[3], key)
-redis.call('ZADD', KEYS[1], dueAt, key)
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+local waiting = waitingSetOf(envelope, KEYS[1], KEYS[6])
+redis.call('ZADD', waiting, dueAt, key)
+local head = redis.call('ZRANGE', waiting, 0, 0)
 if head[1] == key then redis.call('PUBLISH', ARGV[4], string.format('%d', dueAt)) end
 if (ARGV[5] or '') ~= '' then recordSeriesRun(KEYS[5], key, 'retrying', ARGV[5], attempt, now) end
 return 1

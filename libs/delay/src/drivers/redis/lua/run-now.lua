@@ -5,6 +5,7 @@ ZSET, not in due.
 
 KEYS[1] due ZSET
 KEYS[2] env HASH
+KEYS[3] ticks ZSET   recurring ticks, which wait here instead of due (include/tick.lua)
 ARGV[1] key
 ARGV[2] wake channel
 
@@ -12,16 +13,18 @@ Returns 1 if the action is now due, 0 if the key has no waiting action.
 ]]
 --@include clock
 --@include encoding
+--@include tick
 local now = serverNow()
 local key = ARGV[1]
-local score = redis.call('ZSCORE', KEYS[1], key)
-if not score then return 0 end
-if tonumber(score) <= now then return 1 end
 local envelope = redis.call('HGET', KEYS[2], key)
 if not envelope then return 0 end
+local waiting = waitingSetOf(envelope, KEYS[1], KEYS[3])
+local score = redis.call('ZSCORE', waiting, key)
+if not score then return 0 end
+if tonumber(score) <= now then return 1 end
 local token, attempt, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
 redis.call('HSET', KEYS[2], key, token .. '|' .. attempt .. '|' .. b36(now) .. '|' .. payload)
-redis.call('ZADD', KEYS[1], now, key)
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+redis.call('ZADD', waiting, now, key)
+local head = redis.call('ZRANGE', waiting, 0, 0)
 if head[1] == key then redis.call('PUBLISH', ARGV[2], string.format('%d', now)) end
 return 1
