@@ -5,7 +5,7 @@ import type { DelayDriver } from '../../libs/delay/src/interfaces/delay-driver.i
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import IORedis from 'ioredis';
 import { TestRedisServer } from '../support/redis-server';
-import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, expectNoDuplicates, HandlesB, Outcomes, Reports, Slow } from './support/recurring-handlers';
+import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Slow } from './support/recurring-handlers';
 
 describe('recurring schedules on the Redis driver (real redis-server)', () => {
   let redis: TestRedisServer;
@@ -29,45 +29,7 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
 
   it.each([1, 4])('upsert, get, list, pause, resume, run now and remove, %d shard(s)', async (shards) => {
     const { delay, reports } = await boot(`ops${shards}`, shards);
-    const created = await delay.upsertRecurring('reports.every', 'a', { every: '1s', payload: { n: 1 } });
-    expect(created).toMatchObject({ key: 'a', recurrence: { every: 1000, anchor: 0 }, missed: 'once', overlap: 'skip', paused: false, declared: false, payload: { n: 1 } });
-    await delay.upsertRecurring('reports.every', 'b', { cron: '* * * * * *', timeZone: 'Europe/Paris' });
-    await pollUntil(() => reports.of('a').length >= 3 && reports.of('b').length >= 3, 'three occurrences of each', 15_000);
-    // Occurrences are whole seconds, in order, and never late by more than a generous bound.
-    for (const key of ['a', 'b']) {
-      const runs = reports.of(key);
-      expect(runs.every((run) => run.scheduledAt % 1000 === 0)).toBe(true);
-      for (let n = 1; n < runs.length; n++) expect(runs[n].scheduledAt).toBeGreaterThan(runs[n - 1].scheduledAt);
-      expect(runs.every((run) => run.at >= run.scheduledAt && run.at - run.scheduledAt < 5_000)).toBe(true);
-    }
-    const listed = await delay.listRecurring('reports.every');
-    expect(listed.map((schedule) => schedule.key)).toEqual(['a', 'b']);
-    expect(listed[0].lastRunAt?.getTime()).toBeGreaterThanOrEqual(reports.of('a')[0].scheduledAt);
-
-    expect(await delay.pauseRecurring('reports.every', 'a')).toBe(true);
-    expect(await delay.getRecurring('reports.every', 'a')).toMatchObject({ paused: true, nextRunAt: null });
-    await sleep(300); // an occurrence created just before the pause may still start
-    const whilePaused = reports.of('a').length;
-    await sleep(2_500);
-    expect(reports.of('a').length).toBe(whilePaused);
-    expect(await delay.resumeRecurring('reports.every', 'a')).toBe(true);
-    // missed 'once': the two or three seconds missed run as one, then the cadence goes on.
-    await pollUntil(() => reports.of('a').length >= whilePaused + 1, 'the catch-up run', 10_000);
-    const catchUp = reports.of('a')[whilePaused];
-    expect(catchUp.at - catchUp.scheduledAt).toBeLessThan(1_500);
-    await pollUntil(() => reports.of('a').length >= whilePaused + 2, 'the cadence after resume', 10_000);
-
-    expect(await delay.runRecurringNow('reports.every', 'a')).toBe(true);
-    await pollUntil(() => reports.of('a', false).length === 1, 'the extra run', 10_000);
-
-    expect(await delay.removeRecurring('reports.every', 'a')).toBe(true);
-    expect(await delay.getRecurring('reports.every', 'a')).toBeNull();
-    await sleep(300);
-    const afterRemove = reports.of('a').length;
-    await sleep(2_000);
-    expect(reports.of('a').length).toBe(afterRemove);
-    expect(reports.of('b').length).toBeGreaterThan(3);
-    expectNoDuplicates(reports.runs);
+    await exerciseScheduleOperations(delay, reports);
   }, 60_000);
 
   it('a schedule survives a Redis restart with append-only persistence, with no occurrence run twice', async () => {

@@ -1,12 +1,10 @@
-import { ClsPluginTransactional, Transactional, TransactionHost } from '@nestjs-cls/transactional';
+import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplication, Injectable } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsModule } from 'nestjs-cls';
-import { ambientFromTransactionHost, DelayContext, DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
+import { DelayContext, DelayService, OnDelayExpired } from 'nestjs-delay';
 import { pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
+import { bootClsTypeOrmApp } from './support/cls-typeorm-app';
 
 const TOPIC = 'order.unpaid';
 
@@ -59,26 +57,7 @@ describe('@Transactional() with the postgres driver', () => {
   beforeAll(async () => {
     server = await TestPostgresServer.start();
     await server.admin('CREATE TABLE orders (id text PRIMARY KEY, state text NOT NULL)', [], true);
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ type: 'postgres', url: server.url, poolSize: 4 }),
-        ClsModule.forRoot({
-          global: true,
-          plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
-        }),
-        DelayModule.forRootAsync({
-          inject: [TransactionHost],
-          useFactory: (txHost: TransactionHost) => ({
-            driver: { type: 'postgres', connectionString: server.url, schema: 'cls_delay' },
-            transactions: { ambient: ambientFromTransactionHost(txHost) },
-            shutdownTimeout: '1s',
-          }),
-        }),
-      ],
-      providers: [Checkout],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
+    app = await bootClsTypeOrmApp(server, 'cls_delay', [Checkout]);
     checkout = app.get(Checkout);
     delay = app.get(DelayService);
   }, 60_000);

@@ -1,13 +1,11 @@
-import { ClsPluginTransactional, Transactional, TransactionHost } from '@nestjs-cls/transactional';
+import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplication, Injectable } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsModule } from 'nestjs-cls';
-import { ambientFromTransactionHost, DelayContext, DelayModule, DelayService, OnRecurring, TransactionNotActiveError } from 'nestjs-delay';
+import { DelayContext, DelayService, OnRecurring, TransactionNotActiveError } from 'nestjs-delay';
 import { Client, Pool, PoolClient } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
+import { bootClsTypeOrmApp } from './support/cls-typeorm-app';
 
 jest.setTimeout(60_000);
 
@@ -261,26 +259,7 @@ describe('recurring writes in the ambient @Transactional() transaction (postgres
   beforeAll(async () => {
     server = await TestPostgresServer.start();
     await server.admin('CREATE TABLE merchants (id text PRIMARY KEY)', [], true);
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ type: 'postgres', url: server.url, poolSize: 4 }),
-        ClsModule.forRoot({
-          global: true,
-          plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
-        }),
-        DelayModule.forRootAsync({
-          inject: [TransactionHost],
-          useFactory: (txHost: TransactionHost) => ({
-            driver: { type: 'postgres', connectionString: server.url, schema: 'rec_cls' },
-            transactions: { ambient: ambientFromTransactionHost(txHost) },
-            shutdownTimeout: '1s',
-          }),
-        }),
-      ],
-      providers: [Merchants],
-    }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
+    app = await bootClsTypeOrmApp(server, 'rec_cls', [Merchants]);
     merchants = app.get(Merchants);
     delay = app.get(DelayService);
   });
