@@ -16,14 +16,15 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Logger, run } from 'graphile-worker';
 import { PgBoss } from 'pg-boss';
 import { DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
 import type { DelayContext } from 'nestjs-delay';
 import { useProposedClaim } from './proposed-claim';
 import { NAME, SCHEMAS } from './protocol';
-import type { BenchPayload, ParentMessage, PgWorkerConfig, WorkerMessage, WorkerReport } from './protocol';
+import type { BenchPayload, PgWorkerConfig } from './protocol';
+import { Recorder } from '../redis/recorder';
+import { serveWorker } from '../redis/serve-worker';
 
 function readConfig(): PgWorkerConfig {
   const text = process.argv[2];
@@ -33,51 +34,6 @@ function readConfig(): PgWorkerConfig {
 
 const config = readConfig();
 
-function send(message: WorkerMessage): void {
-  process.send?.(message);
-}
-
-const LOOP_RESOLUTION_MS = 10;
-
-class Recorder {
-  private readonly keys: string[] = [];
-  private readonly dueAt: number[] = [];
-  private readonly start: number[] = [];
-  private readonly end: number[] = [];
-  private cpuAtReady = process.cpuUsage();
-  private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
-
-  get done(): number {
-    return this.end.length;
-  }
-
-  ready(): void {
-    this.cpuAtReady = process.cpuUsage();
-    this.loopDelay.enable();
-  }
-
-  run(payload: BenchPayload): void {
-    this.start.push(Date.now());
-    this.keys.push(payload.key);
-    this.dueAt.push(payload.dueAt);
-    this.end.push(Date.now());
-  }
-
-  report(): WorkerReport {
-    const cpu = process.cpuUsage(this.cpuAtReady);
-    const ms = (nanoseconds: number): number => Math.max(0, nanoseconds / 1e6 - LOOP_RESOLUTION_MS);
-    const { loopDelay } = this;
-    return {
-      keys: this.keys,
-      dueAt: this.dueAt,
-      start: this.start,
-      end: this.end,
-      cpuMicros: cpu.user + cpu.system,
-      loopDelay: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
-    };
-  }
-}
-
 const recorder = new Recorder();
 
 @Injectable()
@@ -85,7 +41,7 @@ class BenchHandler {
   @OnDelayExpired(NAME, { concurrency: config.concurrency, attempts: 1 })
   async onExpired(context: DelayContext<BenchPayload>): Promise<void> {
     if (context.payload === undefined) throw new Error(`no payload under ${context.key}`);
-    recorder.run(context.payload);
+    recorder.run(context.payload.key, context.payload.dueAt);
   }
 }
 
@@ -113,7 +69,7 @@ async function startPgBoss(): Promise<() => Promise<void>> {
   boss.on('error', (error: Error) => console.error(`pg-boss worker: ${error.message}`));
   await boss.start();
   await boss.work<BenchPayload>(NAME, { batchSize: config.claimBatch, burstWhenBatchFull: true }, async (jobs) => {
-    for (const job of jobs) recorder.run(job.data);
+    for (const job of jobs) recorder.run(job.data.key, job.data.dueAt);
   });
   return () => boss.stop({ graceful: true, timeout: 10_000 });
 }
@@ -126,7 +82,8 @@ async function startGraphile(): Promise<() => Promise<void>> {
     noHandleSignals: true,
     taskList: {
       [NAME]: async (payload) => {
-        recorder.run(payload as BenchPayload);
+        const { key, dueAt } = payload as BenchPayload;
+        recorder.run(key, dueAt);
       },
     },
     preset: { worker: { localQueue: { size: config.claimBatch }, completeJobBatchDelay: 0 } },
@@ -138,28 +95,4 @@ async function startGraphile(): Promise<() => Promise<void>> {
   return () => runner.stop();
 }
 
-async function main(): Promise<void> {
-  const stop = config.kind === 'delay' ? await startDelay() : config.kind === 'pgboss' ? await startPgBoss() : await startGraphile();
-  recorder.ready();
-  let lastDone = -1;
-  const progress = setInterval(() => {
-    if (recorder.done !== lastDone) {
-      lastDone = recorder.done;
-      send({ type: 'progress', done: lastDone });
-    }
-  }, 50);
-  process.on('message', (message: ParentMessage) => {
-    if (message.type === 'report') {
-      send({ type: 'report', report: recorder.report() });
-    } else {
-      clearInterval(progress);
-      void stop().finally(() => process.exit(0));
-    }
-  });
-  send({ type: 'ready' });
-}
-
-main().catch((error: unknown) => {
-  send({ type: 'failed', error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-  process.exit(1);
-});
+serveWorker(recorder, () => (config.kind === 'delay' ? startDelay() : config.kind === 'pgboss' ? startPgBoss() : startGraphile()));

@@ -1,6 +1,6 @@
 // What a bench worker process records: per run, its key, due time, handler
 // start and end on this machine's clock, with the process's CPU and event-loop
-// lag since it was ready. Shared by the Redis and the recurring benches' workers.
+// lag since it was ready. Shared by the Redis, recurring and PostgreSQL benches' workers.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { WorkerReport } from './protocol';
 

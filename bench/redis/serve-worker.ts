@@ -1,6 +1,6 @@
 // The IPC side of a bench worker process (protocol.ts): starts the consumer,
 // says when it is ready, sends progress, answers report and stop. Shared by
-// the Redis and the recurring benches' workers.
+// the Redis, recurring and PostgreSQL benches' workers.
 import type { ParentMessage, WorkerMessage } from './protocol';
 import type { Recorder } from './recorder';
 
