@@ -7,7 +7,7 @@ import { Client } from 'pg';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 import type { Delivery, DeliveryOutcome } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { TestPostgresServer } from '../support/postgres-server';
-import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Run, Slow } from './support/recurring-handlers';
+import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, exerciseCancelPreviousAborts, exerciseLastRuns, exerciseRemoteAbort, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Run, Slow } from './support/recurring-handlers';
 
 /** One slow handler per overlap policy, one slot each: every 1 s schedule meets its previous occurrence still running. */
 @Injectable()
@@ -194,16 +194,7 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     apps.push(one);
     apps.push(await bootDelayApp(options, [Abortable]));
     const delay = one.get(DelayService);
-    await delay.upsertRecurring('abortable.every', 'k', { every: '2s', overlap: 'cancelPrevious' });
-    await pollUntil(() => abortLog.aborted.length >= 4, 'four aborted runs', 30_000);
-    // Counted when the fourth abort is seen: an abort comes at most a lease renewal (2/3 s) after the cancel, well before the occurrence after next.
-    const started = abortLog.started.length;
-    await delay.removeRecurring('abortable.every', 'k');
-    expect(started).toBeLessThanOrEqual(abortLog.aborted.length + 2);
-    expect(abortLog.aborted.every((abort) => abort.reason === 'cancelled')).toBe(true);
-    // The runs were aborted in the order they started: each by the occurrence after it.
-    expect(abortLog.aborted.map((abort) => abort.key)).toEqual(abortLog.started.slice(0, abortLog.aborted.length));
-    expect(abortLog.timedOut).toBe(0);
+    await exerciseCancelPreviousAborts(delay);
   }, 60_000);
 
   it('an occurrence cancelled from another instance learns it at its next lease renewal: its signal fires', async () => {
@@ -216,12 +207,7 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     const producer = await bootDelayApp({ driver, consume: false }, []);
     apps.push(producer);
     const delay = running.get(DelayService);
-    await delay.upsertRecurring('abortable.every', 'remote', { every: '1h' });
-    expect(await delay.runRecurringNow('abortable.every', 'remote')).toBe(true);
-    await pollUntil(() => abortLog.started.length === 1, 'the run-now occurrence started', 10_000);
-    expect(await producer.get(DelayService).cancel('abortable.every', abortLog.started[0])).toBe(true);
-    await pollUntil(() => abortLog.aborted.length === 1, 'the abort, at a lease renewal (every 2/3 s)', 10_000);
-    expect(abortLog.aborted[0]).toEqual({ key: abortLog.started[0], reason: 'cancelled' });
+    await exerciseRemoteAbort(delay, producer.get(DelayService));
     await delay.removeRecurring('abortable.every', 'remote');
   }, 30_000);
 
@@ -230,27 +216,7 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     apps.push(app);
     const delay = app.get(DelayService);
     const outcomes = app.get(Outcomes);
-    const seen = new Set<string>();
-    const lastRunIs = async (outcome: string) => {
-      const run = (await delay.getRecurring('outcome.every', 'job'))?.lastRun;
-      if (run) seen.add(run.outcome);
-      return run?.outcome === outcome ? run : undefined;
-    };
-    await delay.upsertRecurring('outcome.every', 'job', { every: '1s' });
-    await pollUntil(async () => (await lastRunIs('succeeded')) !== undefined, 'a run that succeeded', 15_000);
-    const succeeded = await lastRunIs('succeeded');
-    expect(succeeded?.attempt).toBe(1);
-    expect(succeeded?.lagMs).toBe((succeeded?.startedAt?.getTime() ?? NaN) - (succeeded?.scheduledAt.getTime() ?? NaN));
-    outcomes.mode = 'fail';
-    await pollUntil(async () => (await lastRunIs('dead')) !== undefined, 'a run that died after its 2 attempts', 15_000);
-    expect(seen.has('retrying')).toBe(true);
-    const dead = await lastRunIs('dead');
-    // Its second attempt started after the 1 s backoff: at least that late.
-    expect(dead).toMatchObject({ attempt: 2 });
-    expect(dead?.lagMs).toBeGreaterThanOrEqual(1_000);
-    outcomes.mode = 'sleep';
-    await pollUntil(async () => (await lastRunIs('skipped')) !== undefined, 'an occurrence skipped while the previous one works', 15_000);
-    expect((await delay.listRecurring('outcome.every'))[0].lastRun).not.toBeNull();
+    await exerciseLastRuns(delay, outcomes);
     // Removing the schedule removes its last run: a schedule made again under the key starts with none.
     outcomes.mode = 'ok';
     await delay.removeRecurring('outcome.every', 'job');

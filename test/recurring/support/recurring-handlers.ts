@@ -149,3 +149,57 @@ export async function exerciseScheduleOperations(delay: DelayService, reports: R
   expect(reports.of('b').length).toBeGreaterThan(3);
   expectNoDuplicates(reports.runs);
 }
+
+/**
+ * The last run a schedule reports, the same on every driver: a run that
+ * succeeded (its lag = start - scheduled instant), one retrying, one dead
+ * after its 2 attempts (at least the 1 s backoff late), one skipped by the
+ * overlap policy while the previous works; listRecurring shows it too.
+ */
+export async function exerciseLastRuns(delay: DelayService, outcomes: Outcomes): Promise<void> {
+  await delay.upsertRecurring('outcome.every', 'job', { every: '1s' });
+  const seen = new Set<string>();
+  const lastRunIs = async (outcome: string) => {
+    const run = (await delay.getRecurring('outcome.every', 'job'))?.lastRun;
+    if (run) seen.add(run.outcome);
+    return run?.outcome === outcome ? run : undefined;
+  };
+  await pollUntil(async () => (await lastRunIs('succeeded')) !== undefined, 'a run that succeeded', 15_000);
+  const succeeded = await lastRunIs('succeeded');
+  expect(succeeded?.attempt).toBe(1);
+  expect(succeeded?.lagMs).toBe((succeeded?.startedAt?.getTime() ?? NaN) - (succeeded?.scheduledAt.getTime() ?? NaN));
+  outcomes.mode = 'fail';
+  await pollUntil(async () => (await lastRunIs('dead')) !== undefined, 'a run that died after its 2 attempts', 15_000);
+  expect(seen.has('retrying')).toBe(true);
+  const dead = await lastRunIs('dead');
+  // Its second attempt started after the 1 s backoff: at least that late.
+  expect(dead).toMatchObject({ attempt: 2 });
+  expect(dead?.lagMs).toBeGreaterThanOrEqual(1_000);
+  outcomes.mode = 'sleep';
+  await pollUntil(async () => (await lastRunIs('skipped')) !== undefined, 'an occurrence skipped while the previous one works', 15_000);
+  expect((await delay.listRecurring('outcome.every'))[0].lastRun).not.toBeNull();
+}
+
+/** cancelPrevious on a store two instances share: every running occurrence is aborted (reason 'cancelled') by the next, in start order, none waits for its own timeout. */
+export async function exerciseCancelPreviousAborts(delay: DelayService): Promise<void> {
+  await delay.upsertRecurring('abortable.every', 'k', { every: '2s', overlap: 'cancelPrevious' });
+  await pollUntil(() => abortLog.aborted.length >= 4, 'four aborted runs', 30_000);
+  // Counted when the fourth abort is seen: an abort comes at most a lease renewal (2/3 s) after the cancel, well before the occurrence after next.
+  const started = abortLog.started.length;
+  await delay.removeRecurring('abortable.every', 'k');
+  expect(started).toBeLessThanOrEqual(abortLog.aborted.length + 2);
+  expect(abortLog.aborted.every((abort) => abort.reason === 'cancelled')).toBe(true);
+  // The runs were aborted in the order they started: each by the occurrence after it.
+  expect(abortLog.aborted.map((abort) => abort.key)).toEqual(abortLog.started.slice(0, abortLog.aborted.length));
+  expect(abortLog.timedOut).toBe(0);
+}
+
+/** An occurrence cancelled through `producer`, an instance that runs nothing: the running instance learns it at its next lease renewal and its handler's signal fires. */
+export async function exerciseRemoteAbort(delay: DelayService, producer: DelayService): Promise<void> {
+  await delay.upsertRecurring('abortable.every', 'remote', { every: '1h' });
+  expect(await delay.runRecurringNow('abortable.every', 'remote')).toBe(true);
+  await pollUntil(() => abortLog.started.length === 1, 'the run-now occurrence started', 10_000);
+  expect(await producer.cancel('abortable.every', abortLog.started[0])).toBe(true);
+  await pollUntil(() => abortLog.aborted.length === 1, 'the abort, at a lease renewal (every 2/3 s)', 10_000);
+  expect(abortLog.aborted[0]).toEqual({ key: abortLog.started[0], reason: 'cancelled' });
+}
