@@ -71,15 +71,19 @@ function integer(env: Env, name: keyof typeof SHOP_ENV_DEFAULTS, min: number, ma
   return parsed;
 }
 
+/** The URL's scheme with its colon ('redis:'), or undefined when `value` is no URL. */
+function protocolOf(value: string): string | undefined {
+  try {
+    return new URL(value).protocol;
+  } catch {
+    return undefined;
+  }
+}
+
 function redisUrl(env: Env, problems: string[]): string | undefined {
   const value = env.REDIS_URL?.trim();
   if (value === undefined || value === '') return undefined;
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(value).protocol;
-  } catch {
-    protocol = undefined;
-  }
+  const protocol = protocolOf(value);
   if (protocol !== 'redis:' && protocol !== 'rediss:') {
     problems.push(`REDIS_URL=${JSON.stringify(value)} must be a redis:// or rediss:// URL, e.g. redis://localhost:6379 (unset it to keep pending actions in the shop's database)`);
     return undefined;
@@ -90,12 +94,7 @@ function redisUrl(env: Env, problems: string[]): string | undefined {
 function databaseUrl(env: Env, problems: string[]): string | undefined {
   const value = env.DATABASE_URL?.trim();
   if (value === undefined || value === '') return undefined;
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(value).protocol;
-  } catch {
-    protocol = undefined;
-  }
+  const protocol = protocolOf(value);
   if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
     problems.push('DATABASE_URL must be a postgres:// or postgresql:// URL, e.g. postgres://shop:secret@localhost:5432/shop (unset it to use the embedded PostgreSQL)');
     return undefined;
