@@ -637,11 +637,12 @@ async function explainAlongDrain(bench: Bench, claim: string, complete: string):
     const times: number[] = [];
     const startedAt = performance.now();
     for (let n = 0; n < claims; n++) {
-      const args = [NAME, SETTINGS.claimBatch, 30_000, `explain-${n}`];
+      // The claim's parameters: topic, limit, lease, claim id, ticks besides the limit (none here), resume point (none), completions carried (none).
+      const args = [NAME, SETTINGS.claimBatch, 30_000, `explain-${n}`, 0, null, [], []];
       const claimStarted = performance.now();
       let rows: Array<Record<string, unknown>>;
       if (explainAt.has(n)) {
-        const literals = args.map((arg) => (typeof arg === 'number' ? String(arg) : client.escapeLiteral(arg))).join(', ');
+        const literals = args.map((arg) => (typeof arg === 'number' ? String(arg) : arg === null ? 'NULL' : Array.isArray(arg) ? "'{}'" : client.escapeLiteral(arg))).join(', ');
         const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim(${literals})`);
         times.push(performance.now() - claimStarted);
         out.push(`claim #${n + 1}:`, ...plan.rows.map((row) => `    ${row['QUERY PLAN']}`), '');

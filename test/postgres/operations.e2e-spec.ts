@@ -132,6 +132,31 @@ describe('postgres: operations and migrations', () => {
     }
   });
 
+  it("prepares the claim once per connection; behind a transaction pooler it prepares nothing", async () => {
+    for (const pooler of ['session', 'transaction'] as const) {
+      // The application's own pool: one client for LISTEN (session only), one for every statement, which the test then borrows.
+      const pool = new Pool({ connectionString: server.url, max: pooler === 'session' ? 2 : 1 });
+      try {
+        const app = await bootDelayApp({ driver: { type: 'postgres', pool, schema: fresh(), pooler }, shutdownTimeout: '1s' }, [Worker]);
+        const delay = app.get(DelayService);
+        await delay.schedule(TOPIC, `prepared-${pooler}`, { delay: 100 });
+        await pollUntil(() => app.get(Worker).runs.length === 1, 'the run', 5_000);
+        const client = await pool.connect();
+        let prepared: string[];
+        try {
+          prepared = (await client.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).rows.map((row) => row.statement);
+        } finally {
+          client.release();
+        }
+        await app.close();
+        if (pooler === 'session') expect(prepared.filter((text) => text.includes('revived AS ('))).toHaveLength(1);
+        else expect(prepared).toEqual([]);
+      } finally {
+        await pool.end();
+      }
+    }
+  });
+
   it('a handler running longer than its lease keeps it (renewed): no other instance runs it meanwhile', async () => {
     const schema = fresh();
     slowMs = 2_500;
@@ -171,6 +196,45 @@ describe('postgres: operations and migrations', () => {
     expect(early).toBeLessThan(360);
     expect(new Set(worker.runs.map((run) => run.key)).size).toBe(401);
   }, 90_000);
+
+  it("a drain records its completions with its next claim: one commit per claim, every action run once", async () => {
+    const schema = fresh();
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
+    await driver.connect();
+    // Statements the driver sends, counted on its own connection (the real one: every statement still goes to the server).
+    type Send = (sql: string, params?: readonly unknown[]) => Promise<unknown[]>;
+    const connection = (driver as unknown as { connection: { query: Send; queryPrepared: Send } }).connection;
+    const sent: string[] = [];
+    for (const method of ['query', 'queryPrepared'] as const) {
+      const send = connection[method].bind(connection);
+      connection[method] = (sql, params) => {
+        sent.push(sql);
+        return send(sql, params);
+      };
+    }
+    const ran: string[] = [];
+    await driver.scheduleMany({
+      topic: TOPIC,
+      entries: Array.from({ length: 200 }, (_, n) => ({ key: `d-${n}`, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
+      maxPastMs: 60_000,
+    });
+    sent.length = 0;
+    await driver.start({ topics: new Map([[TOPIC, 4]]), handle: (delivery) => (ran.push(delivery.key), Promise.resolve({ kind: 'completed' as const })) });
+    try {
+      await pollUntil(async () => ran.length >= 200 && (await driver.count(TOPIC)) === 0, 'the drain to end with every row deleted', 30_000);
+      expect(ran.length).toBe(200);
+      expect(new Set(ran).size).toBe(200);
+      const claims = sent.filter((sql) => sql.includes('revived AS (')).length;
+      const completions = sent.filter((sql) => sql.startsWith(`DELETE FROM ${schema}.actions a USING unnest(`)).length;
+      // 4 slots: at least 50 claims. The last runs' completions have no claim to ride on (and a claim may find its
+      // slots still held), so a few go on their own; before, every claim's runs had a DELETE of their own (50 or more).
+      expect(claims).toBeGreaterThanOrEqual(50);
+      expect(completions).toBeLessThanOrEqual(10);
+    } finally {
+      await driver.drain(1_000);
+      await driver.close();
+    }
+  }, 60_000);
 
   it('reports created, replaced and kept; a key given twice in one scheduleMany sees its first arming', async () => {
     const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema: fresh() });

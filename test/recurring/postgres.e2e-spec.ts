@@ -7,6 +7,7 @@ import { Client } from 'pg';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 import type { Delivery, DeliveryOutcome } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { TestPostgresServer } from '../support/postgres-server';
+import { TcpFaultProxy } from '../postgres/support/tcp-fault-proxy';
 import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, exerciseCancelPreviousAborts, exerciseLastRuns, exerciseRemoteAbort, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Run, Slow } from './support/recurring-handlers';
 
 /** One slow handler per overlap policy, one slot each: every 1 s schedule meets its previous occurrence still running. */
@@ -142,6 +143,37 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
       for (let i = 1; i < instants.length; i++) expect(instants[i] - instants[i - 1]).toBe(1000);
     }
     expect(a.app.get(Shared).runs.length + b.app.get(Shared).runs.length).toBe(runs.length);
+  }, 30_000);
+
+  it("a tick's step whose reply is lost (reset after it committed) is not applied twice: every instant once, no gap", async () => {
+    const schema = fresh();
+    const driver = (url: string): { type: 'postgres'; connectionString: string; schema: string; lease: string } => ({ type: 'postgres', connectionString: url, schema, lease: '5s' });
+    const producer = await bootDelayApp({ driver: driver(server.url), consume: false, shutdownTimeout: '1s' }, [Shared]);
+    apps.push(producer);
+    const delay = producer.get(DelayService);
+    for (let n = 0; n < 3; n++) await delay.upsertRecurring('shared.every', `lost${n}`, { every: '1s', missed: 'all', overlap: 'allow' });
+    const proxy = await TcpFaultProxy.start(server.port);
+    try {
+      // The consumer's first two steps (advance_series) run and commit; their connections are reset as the answer starts.
+      const reset = proxy.resetOnReply('advance_series(', 2);
+      const consumer = await bootDelayApp({ driver: driver(`postgres://postgres@127.0.0.1:${proxy.port}/postgres`), shutdownTimeout: '1s' }, [Shared]);
+      apps.push(consumer);
+      await pollUntil(() => reset.at.length === 2, 'two steps to lose their reply', 10_000);
+      await sleep(3_500);
+      for (let n = 0; n < 3; n++) await delay.removeRecurring('shared.every', `lost${n}`);
+      await sleep(500);
+      const runs = consumer.get(Shared).runs;
+      expectNoDuplicates(runs);
+      for (let n = 0; n < 3; n++) {
+        const instants = runs.filter((run) => run.key === `lost${n}`).map((run) => run.scheduledAt).sort((x, y) => x - y);
+        expect(instants.length).toBeGreaterThanOrEqual(3);
+        for (let i = 1; i < instants.length; i++) expect(instants[i] - instants[i - 1]).toBe(1000);
+      }
+    } finally {
+      await Promise.all(apps.map((app) => app.close()));
+      apps = [];
+      await proxy.close();
+    }
   }, 30_000);
 
   it('a tick takes no handler slot: with the only slot busy for 3 s, every 1 s occurrence is still created on time', async () => {

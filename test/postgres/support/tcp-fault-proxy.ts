@@ -8,11 +8,14 @@ import { AddressInfo, createServer, Server, Socket, connect } from 'node:net';
  * while its requests still get through; and a reset of the connection that
  * sent a given statement, once the server ran it (the reply lost with the
  * connection). Paused sockets keep their bytes in the kernel, so a healed
- * connection delivers what was sent, as TCP would.
+ * connection delivers what was sent, as TCP would. A statement is found by
+ * its text also when it runs as a named statement that was parsed earlier.
  */
 export class TcpFaultProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
   private readonly resets: Array<{ marker: string; left: number; at: number[] }> = [];
+  /** Named statements seen parsed on any connection, name → text: a later run of one sends only its name. */
+  private readonly named = new Map<string, string>();
 
   private constructor(
     private readonly server: Server,
@@ -56,7 +59,8 @@ export class TcpFaultProxy {
   }
 
   private inspect(pair: { client: Socket; upstream: Socket }, chunk: Buffer): void {
-    const rule = this.resets.find((candidate) => candidate.left > 0 && chunk.toString('latin1').includes(candidate.marker));
+    const text = this.withNamedTexts(chunk.toString('latin1'));
+    const rule = this.resets.find((candidate) => candidate.left > 0 && text.includes(candidate.marker));
     if (!rule) return;
     rule.left--;
     const { client, upstream } = pair;
@@ -68,6 +72,17 @@ export class TcpFaultProxy {
     });
     // Unpiped, the socket is paused: it must flow for the answer to arrive.
     upstream.resume();
+  }
+
+  /**
+   * The chunk's text, and that of each named statement it runs. The driver prepares the statements it sends
+   * most: a Parse message carries the name and the text once per connection, later runs (Bind) the name only.
+   */
+  private withNamedTexts(text: string): string {
+    // A Parse message: the statement's name, NUL, its text, NUL (names are the driver's, nestjs_delay_ and a hash).
+    for (const [, name, sql] of text.matchAll(/(nestjs_delay_[0-9a-f]{20})\x00([^\x00]{20,})\x00/g)) if (!this.named.has(name)) this.named.set(name, sql);
+    const runs = [...text.matchAll(/nestjs_delay_[0-9a-f]{20}/g)].map(([name]) => this.named.get(name) ?? '');
+    return [text, ...runs].join('\n');
   }
 
   /** The server's replies stop reaching the client on every open connection; the client's requests still go through. */

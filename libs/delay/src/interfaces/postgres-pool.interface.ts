@@ -11,6 +11,8 @@ export interface PgPoolLike {
 /** A client checked out of a PgPoolLike. */
 export interface PgPoolClientLike {
   query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+  /** A named statement: parsed and planned once per connection, then only bound and run. */
+  query(config: { name: string; text: string; values?: unknown[] }): Promise<{ rows: Array<Record<string, unknown>> }>;
   /** Gives the client back to the pool; with an error (or true) the pool closes it instead. */
   release(destroy?: Error | boolean): void;
   on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;

@@ -94,7 +94,8 @@ export function postgresStatements(schema: string): PostgresStatements {
       ORDER BY d.died_at, d.id LIMIT $2::integer OFFSET $3::integer`,
     countDead: `SELECT count(*)::integer AS n FROM ${s}.dead d WHERE d.topic = $1::text`,
     redrive: `SELECT ${s}.redrive($1::text, $2::text) AS status`,
-    // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit, $6 resume point (see below) or null. First, runs whose lease expired (their instance died or
+    // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit, $6 resume point (see below) or null, $7 and $8
+    // completions carried (see below). First, runs whose lease expired (their instance died or
     // stalled) go back to waiting as a new attempt under a new token; they are claimable by the next claim.
     // Then up to $2 due actions of an unpaused topic are leased, earliest first, skipping rows another
     // transaction holds. An open batch is closed as it is claimed: re-filed under its own id.
@@ -126,7 +127,17 @@ export function postgresStatements(schema: string): PostgresStatements {
     // sends null when its last claim was not full, after a wake (a write made the topic's earliest due time
     // earlier, runs were handed back), after runs were revived, and at least once a second.
     // ---- end drain ----
+    // ---- completions carried by the claim ----
+    // $7 members and $8 tokens: runs of this consumer that completed since its last statement, deleted by the claim
+    // itself (as the complete statement would): a drain then commits once per claim instead of once for the claim and once for
+    // the completions of the runs before it. Only rows this consumer leased match (their token), never a row the
+    // claim picks (a running row, not a waiting one). Empty arrays when there is nothing to complete.
+    // ---- end completions carried by the claim ----
     claim: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
+      done AS (
+        DELETE FROM ${s}.actions a USING unnest($7::text[], $8::bigint[]) AS r(member, token)
+        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token
+        RETURNING 1),
       revived AS (
         UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1, lease_until = NULL, claim_id = NULL
         FROM (SELECT e.member FROM ${s}.actions e WHERE e.topic = $1::text AND e.state = 'running' AND e.lease_until <= (SELECT now FROM clock)

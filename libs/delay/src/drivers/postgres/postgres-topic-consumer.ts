@@ -8,6 +8,7 @@ import { describeError } from '../../utils/describe-error';
 import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
 import { PostgresConnection, Row } from './postgres-connection';
+import { AckBatch, PendingAcks } from './postgres-pending-acks';
 import { int, toDelivery } from './postgres-rows';
 import { PostgresStatements } from './postgres-statements';
 
@@ -59,8 +60,8 @@ export class PostgresTopicConsumer {
   private lockedLooks = 0;
   private waitingForRoom = false;
   private claimQueued = false;
-  private acks: Array<{ member: string; token: string; startedAt: number | null }> = [];
-  private ackFlush: Promise<void> | undefined;
+  /** Completed runs not yet recorded: the next claim carries them, or a statement of their own at the end of this turn. */
+  private acks = new PendingAcks();
   /** Kept when a claim's reply did not arrive (the statement may have committed): the next claim asks for what it took. */
   private claimId: string | undefined;
   /** Due time of the last row a full claim took: where the next claim of the drain starts its scan (see the claim statement). */
@@ -166,6 +167,7 @@ export class PostgresTopicConsumer {
     // A claim round trip counts as in flight: if shutdown starts meanwhile, drain waits for what it takes to run.
     this.inFlight.enter();
     let recovered: Row[] = [];
+    let carried: AckBatch | undefined;
     let rows: Row[];
     let sentAt = 0;
     try {
@@ -176,10 +178,16 @@ export class PostgresTopicConsumer {
       const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
       this.scanFromStart = false;
       if (resumeAt === null) this.lastFullScanAt = sentAt;
-      rows = await this.connection.query(this.sql.claim, [topic, Math.max(0, limit - recoveredSlots), leaseMs, claimId, TICKS_PER_CLAIM, resumeAt]);
+      carried = this.acks.takeForClaim();
+      rows = await this.connection.queryPrepared(this.sql.claim, [topic, Math.max(0, limit - recoveredSlots), leaseMs, claimId, TICKS_PER_CLAIM, resumeAt, carried.members, carried.tokens]);
       this.failures = 0;
       this.claimId = undefined;
+      carried.recorded();
     } catch (error) {
+      // Completions the claim carried are recorded on their own (deleting by token again is harmless if it did commit).
+      if (carried && carried.size > 0) void this.flushAcks(carried);
+      else carried?.recorded();
+      this.flushAcksLeft();
       // The server refused the statement itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
       // A wake this claim consumed is not lost with it.
@@ -209,53 +217,65 @@ export class PostgresTopicConsumer {
     }
     // Revived runs keep their due time, before the resume point.
     if (int(head.revived) > 0) this.scanFromStart = true;
-    // A recurring tick holds no handler slot.
-    let slotted = 0;
-    let ticks = 0;
-    try {
-      for (const row of taken) {
-        const tick = row.tick === true;
-        if (tick) ticks++;
-        else slotted++;
-        try {
-          this.run(row, now, tick);
-        } catch (error) {
-          this.logger.error(`Cannot run "${topic}" / "${String(row.key)}": ${describeError(error)}`);
-          if (!tick) this.used--;
-        }
-      }
-    } finally {
-      this.inFlight.leave();
-      // A claim asked again returns what it took then, which may be more than this claim's slots.
-      this.used -= limit - slotted;
-    }
-    if (this.stopped) return;
+    // A recurring tick holds no handler slot. A claim asked again returns what it took then, which may be more
+    // than this claim's slots. (A row that cannot be run gives its slot back in runTaken.)
+    const ticks = taken.filter((row) => row.tick === true).length;
+    const slotted = taken.length - ticks;
+    this.used -= limit - slotted;
+    this.runTaken(taken, now);
+    if (!this.stopped && this.planNext(head, now, limit, slotted, ticks)) this.queueClaim();
+    // Completions that waited for this claim and have no claim to ride on next.
+    else this.flushAcksLeft();
+  }
 
+  /**
+   * What follows a claim: true to claim again at once; otherwise the timer is
+   * armed (next due time, next tick, a look again at rows another transaction
+   * holds) or the consumer waits for a slot to free.
+   */
+  private planNext(head: Row, now: number, limit: number, slotted: number, ticks: number): boolean {
     const paused = head.paused === true;
     const moreDue = head.more_due === true && !paused;
     const moreTicks = head.more_ticks === true && !paused;
     const full = limit === 0 || slotted >= limit;
-    if (this.claimAgain || int(head.revived) > 0 || (moreTicks && ticks >= TICKS_PER_CLAIM)) {
-      this.queueClaim();
-    } else if (moreDue && full && this.used < this.settings.concurrency) {
-      // More is due than this claim could take: claim again as slots free.
-      this.queueClaim();
-    } else if (moreDue && full && !moreTicks) {
+    if (this.claimAgain || int(head.revived) > 0 || (moreTicks && ticks >= TICKS_PER_CLAIM)) return true;
+    // More is due than this claim could take: claim again while slots are free.
+    if (moreDue && full && this.used < this.settings.concurrency) return true;
+    if (moreDue && full && !moreTicks) {
       this.waitingForRoom = true;
       // Ticks take no slot: the next one is claimed on time even while every slot is busy.
       const nextTick = paused || head.next_tick === null ? Infinity : int(head.next_tick);
       this.timer.armAt(Math.min(nextTick, this.wakeDuringClaim, now + this.settings.wakeCheckMs));
+      return false;
+    }
+    if (moreDue && full) this.waitingForRoom = true;
+    let nextAt = paused ? Infinity : head.next_at === null ? Infinity : int(head.next_at);
+    if ((moreDue && !full) || moreTicks) {
+      // Due rows another transaction holds: look again shortly, backing off while they stay held.
+      nextAt = now + Math.min(1_000, 25 * 2 ** Math.min(this.lockedLooks++, 6));
     } else {
-      if (moreDue && full) this.waitingForRoom = true;
-      let nextAt = paused ? Infinity : head.next_at === null ? Infinity : int(head.next_at);
-      if ((moreDue && !full) || moreTicks) {
-        // Due rows another transaction holds: look again shortly, backing off while they stay held.
-        nextAt = now + Math.min(1_000, 25 * 2 ** Math.min(this.lockedLooks++, 6));
-      } else {
-        this.lockedLooks = 0;
+      this.lockedLooks = 0;
+    }
+    // Never sleep longer than the safety re-check, in case a notification is lost.
+    this.timer.armAt(Math.min(nextAt, this.wakeDuringClaim, now + this.settings.wakeCheckMs));
+    return false;
+  }
+
+  /** Starts the handlers of what a claim took (its slots are already counted). */
+  private runTaken(taken: readonly Row[], now: number): void {
+    try {
+      for (const row of taken) {
+        const tick = row.tick === true;
+        try {
+          this.run(row, now, tick);
+        } catch (error) {
+          this.logger.error(`Cannot run "${this.settings.topic}" / "${String(row.key)}": ${describeError(error)}`);
+          if (!tick) this.freeSlot();
+        }
       }
-      // Never sleep longer than the safety re-check, in case a notification is lost.
-      this.timer.armAt(Math.min(nextAt, this.wakeDuringClaim, now + this.settings.wakeCheckMs));
+    } finally {
+      // Entered when the claim was sent: a shutdown meanwhile waits for what it took to run.
+      this.inFlight.leave();
     }
   }
 
@@ -329,29 +349,48 @@ export class PostgresTopicConsumer {
     return this.record(this.sql.buryOccurrence, [topic, member, delivery.token, outcome.error, startedAt], what);
   }
 
-  /** Acks every run completed in the same turn of the event loop with one statement. */
+  /**
+   * Records a completed run. Completions are recorded together: by the next
+   * claim (a drain's claims follow each other, so each carries the runs that
+   * ended while the one before it was on its way), or else by one statement
+   * of their own at the end of the turn.
+   */
   private ack(member: string, token: string, startedAt: number | null): Promise<void> {
-    this.acks.push({ member, token, startedAt });
-    if (!this.ackFlush) {
-      this.ackFlush = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        const acks = this.acks;
-        this.acks = [];
-        this.ackFlush = undefined;
-        const params = [this.settings.topic, acks.map((ack) => ack.member), acks.map((ack) => ack.token)];
-        const what = `${acks.length} completed run(s) of "${this.settings.topic}"`;
-        // Only a batch holding a recurring occurrence's run takes the statement that also writes last runs.
-        if (acks.every((ack) => ack.startedAt === null)) return this.record(this.sql.complete, params, what);
-        return this.record(this.sql.completeOccurrences, [...params, acks.map((ack) => ack.startedAt)], what);
+    const batch = this.acks.add(member, token, startedAt);
+    if (!this.acks.flushQueued) {
+      this.acks.flushQueued = true;
+      // Queued after the slot's claim (freeSlot runs first): a claim sent in this turn has taken the plain ones by then.
+      setImmediate(() => {
+        this.acks.flushQueued = false;
+        // A claim on its way: when it returns, the plain ones go with the claim that follows it, or alone (flushAcksLeft).
+        const left = this.claiming ? this.acks.takeOccurrences() : this.acks.takeAll();
+        if (left) void this.flushAcks(left);
       });
     }
-    return this.ackFlush;
+    return batch;
+  }
+
+  /** Every completion waiting, recorded now with a statement of its own. */
+  private flushAcksLeft(): void {
+    const left = this.acks.takeAll();
+    if (left) void this.flushAcks(left);
+  }
+
+  /** Records completions with a statement of their own (the one that also writes last runs if a recurring occurrence is among them). */
+  private async flushAcks(batch: AckBatch): Promise<void> {
+    const { topic } = this.settings;
+    const params = [topic, batch.members, batch.tokens];
+    const what = `${batch.members.length} completed run(s) of "${topic}"`;
+    if (batch.startedAt.every((startedAt) => startedAt === null)) await this.record(this.sql.complete, params, what);
+    else await this.record(this.sql.completeOccurrences, [...params, batch.startedAt], what);
+    batch.recorded();
   }
 
   /** Runs an outcome statement, retrying while the database is away; if it never comes back, the lease expires and the run is redone. */
   private async record(sql: string, params: unknown[], what: string, then?: (rows: Row[]) => void): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const rows = await this.connection.query(sql, params);
+        const rows = await this.connection.queryPrepared(sql, params);
         then?.(rows);
         return;
       } catch (error) {

@@ -87,8 +87,8 @@ export class PostgresDriver implements DelayDriver {
     this.gatherer = new PostgresWriteGatherer(
       this.order,
       {
-        schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.query(this.sql.schedule, params(false))),
-        cancel: async (topic, keys) => (await this.connection.query(this.sql.cancelEach, [topic, keys])).map((row) => int(row.removed) > 0),
+        schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(false))),
+        cancel: async (topic, keys) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys])).map((row) => int(row.removed) > 0),
       },
       commandTimeoutMs,
     );
@@ -521,7 +521,7 @@ export class PostgresDriver implements DelayDriver {
           .map((topicConsumer) => {
             const { members, tokens } = topicConsumer.leases();
             return this.connection
-              .query(this.sql.extend, [topicConsumer.topic, this.leaseMs, members, tokens])
+              .queryPrepared(this.sql.extend, [topicConsumer.topic, this.leaseMs, members, tokens])
               .then((lost) => topicConsumer.revoke(lost.map((row) => String(row.member))))
               .catch((error: unknown) => {
                 this.logger.warn(`Could not renew leases: ${describeError(error)}`);
