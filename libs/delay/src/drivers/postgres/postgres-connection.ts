@@ -30,6 +30,9 @@ export interface PostgresConnectionSettings {
  */
 const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
 
+/** invalid_sql_statement_name: a named statement the connection no longer holds. */
+const SQLSTATE_NO_SUCH_STATEMENT = '26000';
+
 /**
  * The driver's way to PostgreSQL: its own pool (or the application's), one
  * client borrowed per statement, and a bound on every call. A call that
@@ -97,7 +100,24 @@ export class PostgresConnection {
     if (this.settings.pooler === 'transaction') return this.query(sql, params);
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
     const name = this.statementName(sql);
-    return this.onClient((client) => client.query({ name, text: sql, values: params as unknown[] }));
+    const send = (): Promise<Row[]> =>
+      this.onClient(async (client) => {
+        try {
+          return await client.query({ name, text: sql, values: params as unknown[] });
+        } catch (error) {
+          // pg remembers the statement as prepared on this connection, so every later call on it would fail the same
+          // way: as a DriverUnavailableError the connection is dropped instead of given back.
+          if (sqlState(error) === SQLSTATE_NO_SUCH_STATEMENT) throw new StatementGoneError(error);
+          throw error;
+        }
+      });
+    try {
+      return await send();
+    } catch (error) {
+      // Refused at Bind, so nothing ran: sent once more, on another connection, which prepares it again.
+      if (error instanceof StatementGoneError) return send();
+      throw error;
+    }
   }
 
   /**
@@ -205,6 +225,13 @@ export class PostgresConnection {
 
   private onClient(work: (client: PgPoolClientLike) => Promise<{ rows: Row[] }>): Promise<Row[]> {
     return this.withClient(async (client) => (await work(client)).rows);
+  }
+}
+
+/** A named statement the connection no longer holds (DEALLOCATE or DISCARD ran on it): the statement did not run. */
+class StatementGoneError extends DriverUnavailableError {
+  constructor(cause: unknown) {
+    super('a statement prepared on this connection is gone (DEALLOCATE or DISCARD ran on it); the connection is dropped', cause);
   }
 }
 
