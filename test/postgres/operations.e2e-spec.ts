@@ -4,6 +4,7 @@ import { Client, Pool } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
+import { postgresStatements } from '../../libs/delay/src/drivers/postgres/postgres-statements';
 
 const TOPIC = 'pgops.work';
 
@@ -246,6 +247,48 @@ describe('postgres: operations and migrations', () => {
       await driver.close();
     }
   }, 60_000);
+
+  it('the completions a claim carries: a row another transaction holds is left for the complete statement, not waited for; an expired lease is completed, not revived', async () => {
+    const schema = fresh();
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
+    await driver.connect();
+    await driver.scheduleMany({
+      topic: TOPIC,
+      entries: ['held', 'free', 'expired'].map((key) => ({ key, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
+      maxPastMs: 60_000,
+    });
+    await driver.close();
+    const sql = postgresStatements(schema);
+    const claimer = new Client({ connectionString: server.url, statement_timeout: 3_000 });
+    const holder = new Client({ connectionString: server.url });
+    await claimer.connect();
+    await holder.connect();
+    try {
+      // Parameters: topic, limit, lease ms, claim id, ticks, resume point, carried members, carried tokens.
+      const claim = async (limit: number, leaseMs: number, carried: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> =>
+        (await claimer.query(sql.claim, [TOPIC, limit, leaseMs, `c${limit}-${leaseMs}`, 0, null, carried.map((row) => row.member), carried.map((row) => row.token)])).rows;
+      const taken = (await claim(3, 60_000, [])).filter((row) => row.member !== null);
+      expect(taken.map((row) => row.member).sort()).toEqual(['expired', 'free', 'held']);
+      // One lease has run out (its renewals failed, say): a claim would revive it as a crashed run's.
+      await claimer.query(`UPDATE ${schema}.actions SET lease_until = 0 WHERE member = 'expired'`);
+      // Your transaction holds the row of 'held' (a cancel or replace of that key, not committed yet).
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${schema}.actions WHERE topic = $1 AND member = 'held' FOR UPDATE`, [TOPIC]);
+      const [head] = await claim(1, 60_000, taken);
+      expect(head.revived).toBe(0);
+      expect([...(head.completed as string[])].sort()).toEqual(['expired', 'free']);
+      const left = await holder.query<{ member: string }>(`SELECT member FROM ${schema}.actions WHERE topic = $1 ORDER BY member`, [TOPIC]);
+      expect(left.rows.map((row) => row.member)).toEqual(['held']);
+      await holder.query('COMMIT');
+      // The complete statement takes what the claim left.
+      const held = taken.find((row) => row.member === 'held');
+      await claimer.query(sql.complete, [TOPIC, [held?.member], [held?.token]]);
+      expect((await claimer.query(`SELECT count(*)::int AS n FROM ${schema}.actions`)).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await holder.end();
+      await claimer.end();
+    }
+  });
 
   it('reports created, replaced and kept; a key given twice in one scheduleMany sees its first arming', async () => {
     const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema: fresh() });

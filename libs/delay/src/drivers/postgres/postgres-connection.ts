@@ -100,22 +100,25 @@ export class PostgresConnection {
     if (this.settings.pooler === 'transaction') return this.query(sql, params);
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
     const name = this.statementName(sql);
-    const send = (): Promise<Row[]> =>
-      this.onClient(async (client) => {
+    const deadline = Date.now() + this.settings.commandTimeoutMs;
+    const send = (timeoutMs: number): Promise<Row[]> =>
+      this.withClient(async (client) => {
         try {
-          return await client.query({ name, text: sql, values: params as unknown[] });
+          return (await client.query({ name, text: sql, values: params as unknown[] })).rows;
         } catch (error) {
           // pg remembers the statement as prepared on this connection, so every later call on it would fail the same
           // way: as a DriverUnavailableError the connection is dropped instead of given back.
           if (sqlState(error) === SQLSTATE_NO_SUCH_STATEMENT) throw new StatementGoneError(error);
           throw error;
         }
-      });
+      }, timeoutMs);
     try {
-      return await send();
+      return await send(this.settings.commandTimeoutMs);
     } catch (error) {
-      // Refused at Bind, so nothing ran: sent once more, on another connection, which prepares it again.
-      if (error instanceof StatementGoneError) return send();
+      // Refused at Bind, so nothing ran: sent once more, on another connection, which prepares it again, within the
+      // same bound as the first.
+      const left = deadline - Date.now();
+      if (error instanceof StatementGoneError && left > 0) return send(left);
       throw error;
     }
   }

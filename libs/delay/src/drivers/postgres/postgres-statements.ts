@@ -131,16 +131,22 @@ export function postgresStatements(schema: string): PostgresStatements {
     // $7 members and $8 tokens: runs of this consumer that completed since its last statement, deleted by the claim
     // itself (as the complete statement would): a drain then commits once per claim instead of once for the claim and once for
     // the completions of the runs before it. Only rows this consumer leased match (their token), never a row the
-    // claim picks (a running row, not a waiting one). Empty arrays when there is nothing to complete.
+    // claim picks (a running row, not a waiting one). Empty arrays when there is nothing to complete. A row another
+    // transaction holds is skipped, not waited for (a claim never waits on a lock); `completed` names the rows deleted,
+    // and the consumer sends the others with the complete statement. A carried run whose lease has expired is not
+    // revived by the same statement (it would get a new token, and its completion would then match nothing).
     // ---- end completions carried by the claim ----
     claim: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
       done AS (
-        DELETE FROM ${s}.actions a USING unnest($7::text[], $8::bigint[]) AS r(member, token)
-        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token
-        RETURNING 1),
+        DELETE FROM ${s}.actions a
+        WHERE a.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.actions x JOIN unnest($7::text[], $8::bigint[]) AS r(member, token)
+            ON x.topic = $1::text AND x.member = r.member AND x.token = r.token FOR UPDATE OF x SKIP LOCKED))
+          AND a.topic = $1::text
+        RETURNING a.member),
       revived AS (
         UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1, lease_until = NULL, claim_id = NULL
         FROM (SELECT e.member FROM ${s}.actions e WHERE e.topic = $1::text AND e.state = 'running' AND e.lease_until <= (SELECT now FROM clock)
+                AND NOT EXISTS (SELECT 1 FROM unnest($7::text[], $8::bigint[]) AS r(member, token) WHERE r.member = e.member AND r.token = e.token)
               ORDER BY e.lease_until LIMIT 100 FOR UPDATE OF e SKIP LOCKED) x
         WHERE a.topic = $1::text AND a.member = x.member
         RETURNING 1),
@@ -159,7 +165,7 @@ export function postgresStatements(schema: string): PostgresStatements {
         WHERE a.ctid = ANY (ARRAY(SELECT p.row_id FROM picked p UNION ALL SELECT t.row_id FROM ticked t)) AND a.topic = $1::text AND a.state = 'waiting'
         RETURNING ${ACTION_COLUMNS}),
       head AS MATERIALIZED (
-        SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused,
+        SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused, (SELECT array_agg(d.member) FROM done d) AS completed,
           CASE WHEN $2::integer > 0 AND (SELECT count(*) FROM picked) >= $2::integer THEN NULL
             ELSE least((SELECT min(w.due_at) FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at > c.now),
                        (SELECT min(r.lease_until) FROM ${s}.actions r WHERE r.topic = $1::text AND r.state = 'running')) END AS next_at,

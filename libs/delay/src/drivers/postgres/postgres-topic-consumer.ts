@@ -115,6 +115,8 @@ export class PostgresTopicConsumer {
   stop(): void {
     this.stopped = true;
     this.timer.disarm();
+    // A claim in flight flushes them when it returns.
+    if (!this.claiming) this.flushAcksLeft();
   }
 
   /** Members and tokens whose leases are renewed: runs going on, and runs whose outcome is being recorded. */
@@ -151,7 +153,11 @@ export class PostgresTopicConsumer {
   // ---- end runs whose arming is gone ----
 
   private async claim(): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopped) {
+      // Completions that waited for a claim are recorded anyway: shutdown waits for them.
+      this.flushAcksLeft();
+      return;
+    }
     if (this.claiming) {
       this.claimAgain = true;
       return;
@@ -182,7 +188,7 @@ export class PostgresTopicConsumer {
       rows = await this.connection.queryPrepared(this.sql.claim, [topic, Math.max(0, limit - recoveredSlots), leaseMs, claimId, TICKS_PER_CLAIM, resumeAt, carried.members, carried.tokens]);
       this.failures = 0;
       this.claimId = undefined;
-      carried.recorded();
+      this.settleCarried(carried, rows[0]);
     } catch (error) {
       // Completions the claim carried are recorded on their own (deleting by token again is harmless if it did commit).
       if (carried && carried.size > 0) void this.flushAcks(carried);
@@ -368,6 +374,28 @@ export class PostgresTopicConsumer {
       });
     }
     return batch;
+  }
+
+  /**
+   * The claim deleted the completed rows it could lock at once; one that another transaction holds (your
+   * transaction cancelling or replacing that key) is not waited for by the claim: it goes with the completion
+   * statement, which waits for the lock as any write does.
+   */
+  private settleCarried(carried: AckBatch, head: Row): void {
+    const deleted = Array.isArray(head.completed) ? new Set(head.completed.map(String)) : new Set<string>();
+    const left = carried.members.filter((member) => !deleted.has(member));
+    if (left.length === 0) {
+      carried.recorded();
+      return;
+    }
+    const rest = new AckBatch();
+    carried.members.forEach((member, n) => {
+      if (deleted.has(member)) return;
+      rest.members.push(member);
+      rest.tokens.push(carried.tokens[n]);
+      rest.startedAt.push(null);
+    });
+    void this.flushAcks(rest).then(() => carried.recorded());
   }
 
   /** Every completion waiting, recorded now with a statement of its own. */
