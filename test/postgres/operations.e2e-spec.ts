@@ -276,7 +276,7 @@ describe('postgres: operations and migrations', () => {
       await holder.query(`SELECT 1 FROM ${schema}.actions WHERE topic = $1 AND member = 'held' FOR UPDATE`, [TOPIC]);
       const [head] = await claim(1, 60_000, taken);
       expect(head.revived).toBe(0);
-      expect([...(head.completed as string[])].sort()).toEqual(['expired', 'free']);
+      expect(head.completed).toBe(2);
       const left = await holder.query<{ member: string }>(`SELECT member FROM ${schema}.actions WHERE topic = $1 ORDER BY member`, [TOPIC]);
       expect(left.rows.map((row) => row.member)).toEqual(['held']);
       await holder.query('COMMIT');

@@ -132,8 +132,9 @@ export function postgresStatements(schema: string): PostgresStatements {
     // itself (as the complete statement would): a drain then commits once per claim instead of once for the claim and once for
     // the completions of the runs before it. Only rows this consumer leased match (their token), never a row the
     // claim picks (a running row, not a waiting one). Empty arrays when there is nothing to complete. A row another
-    // transaction holds is skipped, not waited for (a claim never waits on a lock); `completed` names the rows deleted,
-    // and the consumer sends the others with the complete statement. A carried run whose lease has expired is not
+    // transaction holds is skipped, not waited for (a claim never waits on a lock); `completed` counts the rows deleted
+    // (a count, not their names: head's columns come back on every claimed row), and when it is short the consumer sends
+    // them all again with the complete statement (deleting by token twice is harmless). A carried run whose lease has expired is not
     // revived by the same statement (it would get a new token, and its completion would then match nothing).
     // ---- end completions carried by the claim ----
     claim: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
@@ -165,7 +166,7 @@ export function postgresStatements(schema: string): PostgresStatements {
         WHERE a.ctid = ANY (ARRAY(SELECT p.row_id FROM picked p UNION ALL SELECT t.row_id FROM ticked t)) AND a.topic = $1::text AND a.state = 'waiting'
         RETURNING ${ACTION_COLUMNS}),
       head AS MATERIALIZED (
-        SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused, (SELECT array_agg(d.member) FROM done d) AS completed,
+        SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused, (SELECT count(*) FROM done)::integer AS completed,
           CASE WHEN $2::integer > 0 AND (SELECT count(*) FROM picked) >= $2::integer THEN NULL
             ELSE least((SELECT min(w.due_at) FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at > c.now),
                        (SELECT min(r.lease_until) FROM ${s}.actions r WHERE r.topic = $1::text AND r.state = 'running')) END AS next_at,

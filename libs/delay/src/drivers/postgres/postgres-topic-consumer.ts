@@ -378,24 +378,12 @@ export class PostgresTopicConsumer {
 
   /**
    * The claim deleted the completed rows it could lock at once; one that another transaction holds (your
-   * transaction cancelling or replacing that key) is not waited for by the claim: it goes with the completion
-   * statement, which waits for the lock as any write does.
+   * transaction cancelling or replacing that key) is not waited for by the claim. If any was left, the batch goes
+   * with the complete statement, which waits for the lock as any write does (the rows already deleted match nothing).
    */
   private settleCarried(carried: AckBatch, head: Row): void {
-    const deleted = Array.isArray(head.completed) ? new Set(head.completed.map(String)) : new Set<string>();
-    const left = carried.members.filter((member) => !deleted.has(member));
-    if (left.length === 0) {
-      carried.recorded();
-      return;
-    }
-    const rest = new AckBatch();
-    carried.members.forEach((member, n) => {
-      if (deleted.has(member)) return;
-      rest.members.push(member);
-      rest.tokens.push(carried.tokens[n]);
-      rest.startedAt.push(null);
-    });
-    void this.flushAcks(rest).then(() => carried.recorded());
+    if (carried.size === 0 || int(head.completed) >= carried.size) carried.recorded();
+    else void this.flushAcks(carried);
   }
 
   /** Every completion waiting, recorded now with a statement of its own. */
