@@ -1,11 +1,9 @@
-import { TransactionHost, Transactional, ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionHost, Transactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplication, Injectable } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsModule } from 'nestjs-cls';
-import { ambientFromTransactionHost, DelayModule, DelayService, TransactionNotActiveError } from 'nestjs-delay';
+import { ambientFromTransactionHost, DelayService, TransactionNotActiveError } from 'nestjs-delay';
 import { TestPostgresServer } from '../support/postgres-server';
+import { bootClsTypeOrm } from './support/cls-typeorm-app';
 import { NATIVE_TABLE, NATIVE_TABLE_DDL } from './support/orm-transactions';
 import { PROBE_TABLE, PROBE_TABLE_DDL, TransactionProbeDriver } from './support/transaction-probe.driver';
 
@@ -67,22 +65,7 @@ describe('the ambient transaction of @nestjs-cls/transactional', () => {
 
   async function boot(ambient: AmbientFactory): Promise<{ app: INestApplication; driver: TransactionProbeDriver }> {
     const driver = new TransactionProbeDriver();
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        TypeOrmModule.forRoot({ type: 'postgres', url: server.url, poolSize: 4 }),
-        ClsModule.forRoot({
-          global: true,
-          plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
-        }),
-        DelayModule.forRootAsync({
-          inject: [TransactionHost],
-          useFactory: (txHost: TransactionHost<TransactionalAdapterTypeOrm>) => ({ driver, transactions: { ambient: ambient(txHost) } }),
-        }),
-      ],
-      providers: [OrderService],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
+    const app = await bootClsTypeOrm(server, (txHost) => ({ driver, transactions: { ambient: ambient(txHost) } }), [OrderService]);
     return { app, driver };
   }
 

@@ -8,11 +8,28 @@ import { INestApplication, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { ambientFromTransactionHost, DelayModule } from 'nestjs-delay';
+import { ambientFromTransactionHost, DelayModule, DelayModuleOptions } from 'nestjs-delay';
 import { TestPostgresServer } from '../../support/postgres-server';
 
 /** Boots the application on `server`, the driver's tables in `schema`; logs off. */
-export async function bootClsTypeOrmApp(server: TestPostgresServer, schema: string, providers: Provider[]): Promise<INestApplication> {
+export function bootClsTypeOrmApp(server: TestPostgresServer, schema: string, providers: Provider[]): Promise<INestApplication> {
+  return bootClsTypeOrm(
+    server,
+    (txHost) => ({
+      driver: { type: 'postgres', connectionString: server.url, schema },
+      transactions: { ambient: ambientFromTransactionHost(txHost) },
+      shutdownTimeout: '1s',
+    }),
+    providers,
+  );
+}
+
+/** The same application with DelayModule options of the caller's (its driver, its way to the ambient transaction). */
+export async function bootClsTypeOrm(
+  server: TestPostgresServer,
+  delayOptions: (txHost: TransactionHost<TransactionalAdapterTypeOrm>) => DelayModuleOptions,
+  providers: Provider[],
+): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       TypeOrmModule.forRoot({ type: 'postgres', url: server.url, poolSize: 4 }),
@@ -20,14 +37,7 @@ export async function bootClsTypeOrmApp(server: TestPostgresServer, schema: stri
         global: true,
         plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
       }),
-      DelayModule.forRootAsync({
-        inject: [TransactionHost],
-        useFactory: (txHost: TransactionHost) => ({
-          driver: { type: 'postgres', connectionString: server.url, schema },
-          transactions: { ambient: ambientFromTransactionHost(txHost) },
-          shutdownTimeout: '1s',
-        }),
-      }),
+      DelayModule.forRootAsync({ inject: [TransactionHost], useFactory: delayOptions }),
     ],
     providers,
   }).compile();
