@@ -191,8 +191,7 @@ export class PostgresTopicConsumer {
       this.settleCarried(carried, rows[0]);
     } catch (error) {
       // Completions the claim carried are recorded on their own (deleting by token again is harmless if it did commit).
-      if (carried && carried.size > 0) void this.flushAcks(carried);
-      else carried?.recorded();
+      if (carried) void this.flushAcks(carried);
       this.flushAcksLeft();
       // The server refused the statement itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
@@ -382,7 +381,7 @@ export class PostgresTopicConsumer {
    * with the complete statement, which waits for the lock as any write does (the rows already deleted match nothing).
    */
   private settleCarried(carried: AckBatch, head: Row): void {
-    if (carried.size === 0 || int(head.completed) >= carried.size) carried.recorded();
+    if (int(head.completed) >= carried.size) carried.recorded();
     else void this.flushAcks(carried);
   }
 
@@ -394,6 +393,7 @@ export class PostgresTopicConsumer {
 
   /** Records completions with a statement of their own (the one that also writes last runs if a recurring occurrence is among them). */
   private async flushAcks(batch: AckBatch): Promise<void> {
+    if (batch.size === 0) return batch.recorded();
     const { topic } = this.settings;
     const params = [topic, batch.members, batch.tokens];
     const what = `${batch.members.length} completed run(s) of "${topic}"`;
