@@ -29,7 +29,7 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import type { PoolClient } from 'pg';
 import { BenchPostgresServer } from './postgres/pg-server';
-import { driverStatementsModule, proposedClaim } from './postgres/proposed-claim';
+import { driverStatementsModule } from './postgres/driver-statements';
 import { BareProducer, DelayPgProducer, GraphileProducer, PgBossProducer } from './postgres/producers';
 import type { PgItem, PgProducer } from './postgres/producers';
 import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS } from './postgres/protocol';
@@ -288,10 +288,121 @@ function rateTable(rows: readonly RateRow[]): string {
 
 interface FloorDrain {
   readonly connections: number;
+  /** The bare DELETE ... RETURNING. */
   readonly rate: number;
+  /** The bare lease-then-delete (BareProducer.takeLeased). */
+  readonly leasedRate: number;
+  /** The bare move into one leased row per claim (BareProducer.takeMoved). */
+  readonly movedRate: number;
+  /** The bare in-place claim, one leased row per claim, claims taking turns (BareProducer.takeInPlace). */
+  readonly inPlaceRate: number;
 }
 
 async function floorDrain(bench: Bench, connections: number): Promise<FloorDrain> {
+  const rate = await floorDeleteDrain(bench, connections);
+  const leasedRate = await floorLeasedDrain(bench, connections);
+  const movedRate = await floorMovedDrain(bench, connections);
+  return { connections, rate, leasedRate, movedRate, inPlaceRate: await floorInPlaceDrain(bench, connections) };
+}
+
+/** The bare in-place drain: each connection's claim also deletes the rows of its previous claim and that claim's record. */
+async function floorInPlaceDrain(bench: Bench, connections: number): Promise<number> {
+  await bench.reset('bare');
+  const atMs = Date.now();
+  await bench.load('bare', 'drain', SETTINGS.drainCount, () => atMs);
+  await bench.vacuumAnalyze(SCHEMAS.bare);
+  const clients = await Promise.all(Array.from({ length: connections }, () => bench.bare.pool.connect()));
+  const startedAt = performance.now();
+  const seen = new Set<string>();
+  let taken = 0;
+  try {
+    await Promise.all(
+      clients.map(async (client, worker) => {
+        let done: string[] = [];
+        let doneClaim: string | null = null;
+        for (let n = 0; ; n++) {
+          const claimId = `${worker}:${n}`;
+          const members = await bench.bare.takeInPlace(client, SETTINGS.claimBatch, claimId, doneClaim, done);
+          for (const member of members) seen.add(member);
+          taken += members.length;
+          if (members.length === 0 && doneClaim === null) return;
+          [done, doneClaim] = members.length > 0 ? [members, claimId] : [[], null];
+        }
+      }),
+    );
+  } finally {
+    for (const client of clients) client.release();
+  }
+  const rate = taken / ((performance.now() - startedAt) / 1000);
+  const left = await bench.bare.pool.query<{ n: number }>(`SELECT (SELECT count(*) FROM ${SCHEMAS.bare}.actions) + (SELECT count(*) FROM ${SCHEMAS.bare}.runs) AS n`);
+  if (taken !== SETTINGS.drainCount || seen.size !== taken || Number(left.rows[0]?.n) !== 0) {
+    throw new Error(`the in-place floor drain took ${taken} rows (${seen.size} distinct) of ${SETTINGS.drainCount} and left ${left.rows[0]?.n}`);
+  }
+  return rate;
+}
+
+/** The bare move drain: each connection's claim also deletes its previous claim's row. */
+async function floorMovedDrain(bench: Bench, connections: number): Promise<number> {
+  await bench.reset('bare');
+  const atMs = Date.now();
+  await bench.load('bare', 'drain', SETTINGS.drainCount, () => atMs);
+  await bench.vacuumAnalyze(SCHEMAS.bare);
+  const clients = await Promise.all(Array.from({ length: connections }, () => bench.bare.pool.connect()));
+  const startedAt = performance.now();
+  let taken = 0;
+  try {
+    await Promise.all(
+      clients.map(async (client, worker) => {
+        let done: string | null = null;
+        for (let n = 0; ; n++) {
+          const claimId = `${worker}:${n}`;
+          const moved = await bench.bare.takeMoved(client, SETTINGS.claimBatch, claimId, done);
+          taken += moved;
+          if (moved === 0 && done === null) return;
+          done = moved > 0 ? claimId : null;
+        }
+      }),
+    );
+  } finally {
+    for (const client of clients) client.release();
+  }
+  const rate = taken / ((performance.now() - startedAt) / 1000);
+  const left = await bench.bare.pool.query<{ n: number }>(`SELECT (SELECT count(*) FROM ${SCHEMAS.bare}.actions) + (SELECT count(*) FROM ${SCHEMAS.bare}.claims) AS n`);
+  if (taken !== SETTINGS.drainCount || Number(left.rows[0]?.n) !== 0) throw new Error(`the moved floor drain took ${taken} rows of ${SETTINGS.drainCount} and left ${left.rows[0]?.n}`);
+  return rate;
+}
+
+/** The bare lease-then-delete drain: each connection's claim also deletes what its previous claim leased. */
+async function floorLeasedDrain(bench: Bench, connections: number): Promise<number> {
+  await bench.reset('bare');
+  const atMs = Date.now();
+  await bench.load('bare', 'drain', SETTINGS.drainCount, () => atMs);
+  await bench.vacuumAnalyze(SCHEMAS.bare);
+  const clients = await Promise.all(Array.from({ length: connections }, () => bench.bare.pool.connect()));
+  const startedAt = performance.now();
+  let taken = 0;
+  try {
+    await Promise.all(
+      clients.map(async (client) => {
+        let leased: string[] = [];
+        for (;;) {
+          const done = leased;
+          leased = await bench.bare.takeLeased(client, SETTINGS.claimBatch, done);
+          taken += leased.length;
+          if (leased.length === 0 && done.length === 0) return;
+        }
+      }),
+    );
+  } finally {
+    for (const client of clients) client.release();
+  }
+  const rate = taken / ((performance.now() - startedAt) / 1000);
+  const left = await bench.bare.pool.query<{ n: number }>(`SELECT count(*)::integer AS n FROM ${SCHEMAS.bare}.actions`);
+  if (taken !== SETTINGS.drainCount || left.rows[0]?.n !== 0) throw new Error(`the leased floor drain took ${taken} rows of ${SETTINGS.drainCount} and left ${left.rows[0]?.n}`);
+  return rate;
+}
+
+async function floorDeleteDrain(bench: Bench, connections: number): Promise<number> {
   await bench.reset('bare');
   const atMs = Date.now();
   await bench.load('bare', 'drain', SETTINGS.drainCount, () => atMs);
@@ -313,7 +424,7 @@ async function floorDrain(bench: Bench, connections: number): Promise<FloorDrain
     for (const client of clients) client.release();
   }
   if (taken !== SETTINGS.drainCount) throw new Error(`the floor drain took ${taken} rows of ${SETTINGS.drainCount}`);
-  return { connections, rate: taken / ((performance.now() - startedAt) / 1000) };
+  return taken / ((performance.now() - startedAt) / 1000);
 }
 
 // ---- phases 4, 5, 7, 8: consuming in worker processes -----------------------
@@ -366,8 +477,8 @@ function runStats(reports: readonly WorkerReport[], expected: number, prefix: st
   };
 }
 
-function workerConfig(kind: PgContender, url: string, proposedClaim = false, zeroSkew = false): PgWorkerConfig {
-  return { kind, url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, proposedClaim, zeroSkew };
+function workerConfig(kind: PgContender, url: string, zeroSkew = false): PgWorkerConfig {
+  return { kind, url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, zeroSkew };
 }
 
 async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
@@ -382,8 +493,6 @@ async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
 
 interface DrainResult {
   readonly kind: PgContender;
-  /** nestjs-delay's workers sent proposedClaim() (a what-if, not the library as it is). */
-  readonly proposed: boolean;
   readonly workers: number;
   readonly loadRate: number;
   readonly stats: RunStats;
@@ -393,13 +502,13 @@ interface DrainResult {
   readonly sizesAfter?: Awaited<ReturnType<Bench['schemaBytes']>>;
 }
 
-async function runDrain(bench: Bench, kind: PgContender, workers: number, count = SETTINGS.drainCount, prefix = 'drain', proposed = false): Promise<DrainResult> {
+async function runDrain(bench: Bench, kind: PgContender, workers: number, count = SETTINGS.drainCount, prefix = 'drain'): Promise<DrainResult> {
   await bench.reset(kind);
   const atMs = Date.now();
   const loadRate = await bench.load(kind, prefix, count, () => atMs);
   await bench.vacuumAnalyze(SCHEMAS[kind]);
   await bench.resetStatements();
-  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url, proposed), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
+  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
   try {
     const deadline = Date.now() + Math.max(120_000, count * 2);
     await pool.waitForDone(count, deadline);
@@ -408,7 +517,7 @@ async function runDrain(bench: Bench, kind: PgContender, workers: number, count 
     const statements = await bench.topStatements(6);
     const left = await leftRows(bench, kind);
     const sizesAfter = kind === 'delay' ? await bench.schemaBytes(SCHEMAS.delay) : undefined;
-    return { kind, proposed, workers, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter };
+    return { kind, workers, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter };
   } finally {
     await pool.stop();
   }
@@ -426,7 +535,7 @@ interface LatenessResult {
 async function runLateness(bench: Bench, kind: PgContender, zeroSkew = false): Promise<LatenessResult> {
   await bench.reset(kind);
   await bench.resetStatements();
-  const pool = await WorkerPool.start(1, workerConfig(kind, bench.server.url, false, zeroSkew), WORKER_SCRIPT);
+  const pool = await WorkerPool.start(1, workerConfig(kind, bench.server.url, zeroSkew), WORKER_SCRIPT);
   try {
     await sleep(2_500);
     const t0 = Date.now() + SETTINGS.latenessLeadMs;
@@ -605,25 +714,18 @@ async function runHeld(bench: Bench, heldMs: number): Promise<HeldResult> {
 // ---- phase 9: the claim, explained ---------------------------------------------
 
 /**
- * nestjs-delay's claim statement, run by hand along a drain of `drainCount`
- * from one connection: claim 100, delete what it took (the worker's
- * completion statement), again; EXPLAIN (ANALYZE, BUFFERS) of a few claims,
- * and the time of each. Done for the driver's claim and for proposedClaim().
+ * nestjs-delay's claim, run by hand along a drain of `drainCount` from one
+ * connection, as a consumer runs it: claim 100, and the next claim carries
+ * the completions of what the last one took and finishes its claim; the plans
+ * of the statements inside the claim function (auto_explain, ANALYZE and
+ * BUFFERS) for a few claims, and the time of each.
  */
 async function explainClaim(bench: Bench): Promise<string[]> {
-  const { claim, complete } = (await driverStatementsModule()).postgresStatements(SCHEMAS.delay);
-  const out: string[] = [];
-  for (const [name, sql] of [
-    ["the driver's claim", claim],
-    ['the proposed claim (one-row values once, more_due on the index)', proposedClaim(claim, SCHEMAS.delay)],
-  ] as const) {
-    out.push(`### ${name}`, '');
-    out.push(...(await explainAlongDrain(bench, sql, complete)));
-  }
-  return out;
+  const { claim } = (await driverStatementsModule()).postgresStatements(SCHEMAS.delay);
+  return ["### the driver's claim", '', ...(await explainAlongDrain(bench, claim))];
 }
 
-async function explainAlongDrain(bench: Bench, claim: string, complete: string): Promise<string[]> {
+async function explainAlongDrain(bench: Bench, claim: string): Promise<string[]> {
   await bench.reset('delay');
   const atMs = Date.now();
   await bench.load('delay', 'explain', SETTINGS.drainCount, () => atMs);
@@ -631,28 +733,34 @@ async function explainAlongDrain(bench: Bench, claim: string, complete: string):
   const out: string[] = [];
   const client = await bench.admin.connect();
   try {
-    await client.query(`PREPARE bench_claim AS ${claim}`);
     const claims = Math.ceil(SETTINGS.drainCount / SETTINGS.claimBatch);
     const explainAt = new Set([1, Math.floor(claims / 2)]);
     const times: number[] = [];
+    // The plans of the statements the claim function runs, sent to this client as notices.
+    const plans: string[] = [];
+    client.on('notice', (notice) => plans.push(notice.message ?? ''));
+    await client.query("LOAD 'auto_explain'");
+    let taken: Array<Record<string, unknown>> = [];
     const startedAt = performance.now();
-    for (let n = 0; n < claims; n++) {
-      // The claim's parameters: topic, limit, lease, claim id, ticks besides the limit (none here), resume point (none), completions carried (none).
-      const args = [NAME, SETTINGS.claimBatch, 30_000, `explain-${n}`, 0, null, [], []];
-      const claimStarted = performance.now();
-      let rows: Array<Record<string, unknown>>;
-      if (explainAt.has(n)) {
-        const literals = args.map((arg) => (typeof arg === 'number' ? String(arg) : arg === null ? 'NULL' : Array.isArray(arg) ? "'{}'" : client.escapeLiteral(arg))).join(', ');
-        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim(${literals})`);
-        times.push(performance.now() - claimStarted);
-        out.push(`claim #${n + 1}:`, ...plan.rows.map((row) => `    ${row['QUERY PLAN']}`), '');
-        rows = (await client.query(`SELECT member, token FROM ${SCHEMAS.delay}.actions WHERE claim_id = $1`, [`explain-${n}`])).rows;
-      } else {
-        rows = (await client.query(claim, args)).rows;
-        times.push(performance.now() - claimStarted);
+    for (let n = 0; n <= claims; n++) {
+      // The claim's parameters: topic, limit, lease, claim id, ticks besides the limit (none here), resume point (none),
+      // the completions of what the last claim took, and that claim, over.
+      const args = [NAME, SETTINGS.claimBatch, 30_000, `explain-${n}`, 0, null, taken.map((row) => row.member), taken.map((row) => row.token), n > 0 ? [`explain-${n - 1}`] : []];
+      const explain = explainAt.has(n);
+      if (explain) {
+        await client.query(
+          "SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice; SET client_min_messages = notice",
+        );
+        plans.length = 0;
       }
-      const taken = rows.filter((row) => row.member !== null);
-      await client.query(complete, [NAME, taken.map((row) => row.member), taken.map((row) => row.token)]);
+      const claimStarted = performance.now();
+      const rows = (await client.query(claim, args)).rows;
+      times.push(performance.now() - claimStarted);
+      if (explain) {
+        await client.query('SET auto_explain.log_min_duration = -1');
+        out.push(`claim #${n + 1}:`, ...plans.flatMap((plan) => plan.split('\n').map((line) => `    ${line}`)), '');
+      }
+      taken = rows.filter((row) => row.member !== null);
     }
     const seconds = (performance.now() - startedAt) / 1000;
     const sorted = Float64Array.from(times).sort();
@@ -661,8 +769,7 @@ async function explainAlongDrain(bench: Bench, claim: string, complete: string):
       '',
     );
   } finally {
-    await client.query('DEALLOCATE ALL').catch(() => undefined);
-    client.release();
+    client.release(true);
   }
   return out;
 }
@@ -672,14 +779,16 @@ async function explainAlongDrain(bench: Bench, claim: string, complete: string):
 const MB = 2 ** 20;
 
 function drainLabel(result: DrainResult): string {
-  return result.proposed ? 'nestjs-delay, proposed claim (what-if)' : contenderLabel(result.kind);
+  return contenderLabel(result.kind);
 }
 
 function drainTable(drains: readonly DrainResult[], floors: readonly FloorDrain[]): string {
   const rows = drains.map((result) => {
     const competitors = new Map(drains.filter((other) => other.workers === result.workers && other.kind !== 'delay').map((other) => [other.kind, other.rate]));
     const best = bestCompetitor(competitors, (a, b) => a > b);
-    const floor = floors.find((entry) => entry.connections === result.workers)?.rate ?? NaN;
+    const floorEntry = floors.find((entry) => entry.connections === result.workers);
+    const floor = floorEntry?.rate ?? NaN;
+    const leasedFloor = floorEntry?.leasedRate ?? NaN;
     const { stats } = result;
     return [
       `${result.workers}`,
@@ -687,6 +796,7 @@ function drainTable(drains: readonly DrainResult[], floors: readonly FloorDrain[
       fmt(result.rate),
       result.kind === 'delay' && best ? ratio(result.rate / best.value) : '',
       ratio(result.rate / floor),
+      ratio(result.rate / leasedFloor),
       `${stats.lost} / ${stats.duplicates}`,
       stats.split.join(' + '),
       fmt(stats.workerCpuMicros / Math.max(1, stats.runs), 0),
@@ -696,9 +806,9 @@ function drainTable(drains: readonly DrainResult[], floors: readonly FloorDrain[
     ];
   });
   return markdownTable(
-    ['workers', 'system', 'actions/s', 'x best competitor', 'x bare DELETE..RETURNING', 'lost / duplicated', 'runs per worker', 'worker CPU µs/action', 'worker loop lag p99 ms', 'left pending', 'load rate (bulk) /s'],
+    ['workers', 'system', 'actions/s', 'x best competitor', 'x bare DELETE..RETURNING', 'x bare lease + DELETE', 'lost / duplicated', 'runs per worker', 'worker CPU µs/action', 'worker loop lag p99 ms', 'left pending', 'load rate (bulk) /s'],
     rows,
-    [true, false, true, true, true, true, true, true, true, true, true],
+    [true, false, true, true, true, true, true, true, true, true, true, true],
   );
 }
 
@@ -764,19 +874,18 @@ function verdicts(rates: readonly RateRow[], drains: readonly DrainResult[], flo
     lines.push(`- schedule with ${SETTINGS.inFlight} in flight: ${fmt(ours)}/s = ${ratio(ours / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours >= 2 * best)}`);
   }
   for (const workers of SETTINGS.workerCounts) {
-    const ours = drains.find((result) => result.kind === 'delay' && !result.proposed && result.workers === workers);
+    const ours = drains.find((result) => result.kind === 'delay' && result.workers === workers);
     if (ours === undefined) continue;
-    const whatIf = drains.find((result) => result.proposed && result.workers === workers);
     const best = Math.max(...drains.filter((result) => result.kind !== 'delay' && result.workers === workers).map((result) => result.rate));
     lines.push(`- drain, ${workers} worker(s): ${fmt(ours.rate)}/s = ${ratio(ours.rate / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours.rate >= 2 * best)}`);
     const floor = floors.find((entry) => entry.connections === workers);
     if (floor) lines.push(`- drain, ${workers} worker(s) = ${ratio(ours.rate / floor.rate)} the bare DELETE ... RETURNING's ${fmt(floor.rate)}/s with ${workers} connection(s) (target >= 0.5x): ${mark(ours.rate >= 0.5 * floor.rate)}`);
-    lines.push(`- drain, ${workers} worker(s), nestjs-delay lost / duplicated: ${ours.stats.lost} / ${ours.stats.duplicates} (target 0 / 0): ${mark(ours.stats.lost === 0 && ours.stats.duplicates === 0)}`);
-    if (whatIf) {
+    if (floor) {
       lines.push(
-        `  (what-if, proposed claim: ${fmt(whatIf.rate)}/s = ${ratio(whatIf.rate / best)} the faster competitor, ${floor ? ratio(whatIf.rate / floor.rate) : 'n/a'} the bare DELETE ... RETURNING; lost / duplicated ${whatIf.stats.lost} / ${whatIf.stats.duplicates})`,
+        `  (the bare lease + DELETE, the least a claim with leases does: ${fmt(floor.leasedRate)}/s = ${ratio(floor.leasedRate / best)} the faster competitor, ${ratio(floor.leasedRate / floor.rate)} the bare DELETE ... RETURNING; nestjs-delay = ${ratio(ours.rate / floor.leasedRate)} of it)`,
       );
     }
+    lines.push(`- drain, ${workers} worker(s), nestjs-delay lost / duplicated: ${ours.stats.lost} / ${ours.stats.duplicates} (target 0 / 0): ${mark(ours.stats.lost === 0 && ours.stats.duplicates === 0)}`);
   }
   const late = lateness.find((result) => result.kind === 'delay' && !result.zeroSkew);
   const lateWhatIf = lateness.find((result) => result.zeroSkew);
@@ -850,14 +959,28 @@ async function main(): Promise<void> {
 
     if (PHASES.has(3)) {
       for (const connections of SETTINGS.workerCounts) floors.push(await floorDrain(bench, connections));
-      console.log(`\n## 3. The floor: bare DELETE ... RETURNING of ${fmt(SETTINGS.drainCount)} due rows, ${SETTINGS.claimBatch} per statement (FOR UPDATE SKIP LOCKED), autocommit\n`);
-      console.log(markdownTable(['connections', 'rows/s'], floors.map((floor) => [String(floor.connections), fmt(floor.rate)]), [true, true]));
+      console.log(`\n## 3. The floors: bare DELETE ... RETURNING of ${fmt(SETTINGS.drainCount)} due rows, ${SETTINGS.claimBatch} per statement (FOR UPDATE SKIP LOCKED), autocommit; and bare lease + DELETE, the least a claim with a lease per row does (${SETTINGS.claimBatch} rows leased per statement, which also deletes the rows its previous claim leased); and bare move to a claim row, the least a claim with one lease per claim does (${SETTINGS.claimBatch} rows deleted and kept as arrays in one row of a claims table, the previous claim's row deleted in the same statement); and in place, claims in turn: the rows left where they are, their members recorded in one leased row per claim, the claims of a topic taking turns under an advisory lock\n`);
+      console.log(
+        markdownTable(
+          ['connections', 'DELETE..RETURNING rows/s', 'lease + DELETE rows/s', 'x DELETE..RETURNING', 'move to a claim row rows/s', 'x DELETE..RETURNING', 'in place, claims in turn rows/s', 'x DELETE..RETURNING'],
+          floors.map((floor) => [
+            String(floor.connections),
+            fmt(floor.rate),
+            fmt(floor.leasedRate),
+            ratio(floor.leasedRate / floor.rate),
+            fmt(floor.movedRate),
+            ratio(floor.movedRate / floor.rate),
+            fmt(floor.inPlaceRate),
+            ratio(floor.inPlaceRate / floor.rate),
+          ]),
+          [true, true, true, true, true, true, true, true],
+        ),
+      );
     }
 
     if (PHASES.has(4)) {
       for (const workers of SETTINGS.workerCounts) {
         for (const kind of CONTENDERS) drains.push(await runDrain(bench, kind, workers));
-        drains.push(await runDrain(bench, 'delay', workers, SETTINGS.drainCount, 'drain', true));
       }
       console.log(`\n## 4. Drain: ${fmt(SETTINGS.drainCount)} due actions (loaded by each system's bulk call, then VACUUM ANALYZE), consumed by 1 then 2 worker processes, no-op handlers\n`);
       console.log('actions/s = distinct actions run / (last handler end - first handler start).\n');
@@ -871,7 +994,7 @@ async function main(): Promise<void> {
           markdownTable(
             ['workers', 'total MiB', 'by table'],
             ours.map((result) => [
-              `${result.workers}${result.proposed ? ' (proposed claim)' : ''}`,
+              `${result.workers}`,
               fmt((result.sizesAfter?.total ?? NaN) / MB, 2),
               (result.sizesAfter?.byTable ?? []).slice(0, 3).map((table) => `${table.name} heap ${fmt(table.heap / MB, 2)} + indexes ${fmt(table.indexes / MB, 2)} MiB`).join('; '),
             ]),

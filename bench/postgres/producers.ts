@@ -188,9 +188,35 @@ export class BareProducer implements PgProducer {
     pool.on('error', () => undefined);
     await pool.query(`CREATE SCHEMA IF NOT EXISTS ${SCHEMAS.bare}`);
     await pool.query(`CREATE TABLE IF NOT EXISTS ${SCHEMAS.bare}.actions (
-      topic text COLLATE "C" NOT NULL, member text COLLATE "C" NOT NULL, due_at bigint NOT NULL, payload text,
+      topic text COLLATE "C" NOT NULL, member text COLLATE "C" NOT NULL, due_at bigint NOT NULL, payload text, lease_until bigint,
       PRIMARY KEY (topic, member))`);
     await pool.query(`CREATE INDEX IF NOT EXISTS actions_due ON ${SCHEMAS.bare}.actions (topic, due_at, member)`);
+    await pool.query(`CREATE TABLE IF NOT EXISTS ${SCHEMAS.bare}.claims (
+      topic text COLLATE "C" NOT NULL, claim_id text COLLATE "C" NOT NULL, lease_until bigint NOT NULL, members text[] NOT NULL, payloads text[] NOT NULL,
+      PRIMARY KEY (topic, claim_id))`);
+    await pool.query(`CREATE TABLE IF NOT EXISTS ${SCHEMAS.bare}.runs (
+      topic text COLLATE "C" NOT NULL, claim_id text COLLATE "C" NOT NULL, lease_until bigint NOT NULL, members text[] NOT NULL,
+      PRIMARY KEY (topic, claim_id))`);
+    // The in-place claim: rows stay where they are, a claim records their members in one leased row. Claims of one topic
+    // take turns (a transaction-level advisory lock, then a statement with a fresh snapshot): without that, a claim whose
+    // snapshot predates another's commit would take the rows the other just recorded, as nothing on the rows changed.
+    // The picked rows are still locked (no new version): a cancel or replace committed after the claim's snapshot makes
+    // the lock see the newest version, so a claim never takes an arming already gone.
+    await pool.query(`CREATE OR REPLACE FUNCTION ${SCHEMAS.bare}.claim_in_place(p_topic text, p_now bigint, p_limit integer, p_claim text, p_done_claim text, p_done text[])
+      RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        DELETE FROM ${SCHEMAS.bare}.actions a WHERE a.topic = p_topic AND a.member = ANY (p_done);
+        DELETE FROM ${SCHEMAS.bare}.runs r WHERE r.topic = p_topic AND r.claim_id = p_done_claim;
+        PERFORM pg_advisory_xact_lock(hashtext(p_topic));
+        RETURN QUERY WITH picked AS (
+            SELECT w.member, w.payload FROM ${SCHEMAS.bare}.actions w
+            WHERE w.topic = p_topic AND w.due_at <= p_now AND w.member NOT IN (SELECT unnest(r.members) FROM ${SCHEMAS.bare}.runs r WHERE r.topic = p_topic)
+            ORDER BY w.due_at LIMIT p_limit FOR UPDATE OF w SKIP LOCKED),
+          recorded AS (INSERT INTO ${SCHEMAS.bare}.runs (topic, claim_id, lease_until, members)
+            SELECT p_topic, p_claim, p_now + 30000, array_agg(p.member) FROM picked p HAVING count(*) > 0)
+          SELECT p.member FROM picked p;
+      END
+      $fn$`);
     return new BareProducer(pool);
   }
 
@@ -224,8 +250,60 @@ export class BareProducer implements PgProducer {
     return result.rowCount ?? 0;
   }
 
+  /**
+   * The least a claim that leases must do, in one statement per claim: lease up to `limit` due rows (a new row
+   * version each, since the lease is a column of the row) and delete the rows `done` names, those its previous claim
+   * leased, which are complete. Same table and indexes as `take`, the lease not indexed. Returns the rows leased.
+   */
+  async takeLeased(client: PoolClient, limit: number, done: readonly string[]): Promise<string[]> {
+    const result = await client.query<{ member: string }>(
+      `WITH done AS (DELETE FROM ${SCHEMAS.bare}.actions a WHERE a.topic = $1 AND a.member = ANY($4::text[]))
+       UPDATE ${SCHEMAS.bare}.actions a SET lease_until = $2::bigint + 30000 WHERE (a.topic, a.member) IN (
+         SELECT topic, member FROM ${SCHEMAS.bare}.actions WHERE topic = $1 AND due_at <= $2 AND lease_until IS NULL ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING a.member, a.payload`,
+      [NAME, Date.now(), limit, done],
+    );
+    return result.rows.map((row) => row.member);
+  }
+
+  /**
+   * The least a claim with one lease per claim does: move up to `limit` due rows into one row of a claims table (the
+   * rows deleted, their members and payloads kept as arrays under the claim's lease) and delete the claim row
+   * `done` names, its previous claim, which is complete. Returns how many rows it moved.
+   */
+  async takeMoved(client: PoolClient, limit: number, claimId: string, done: string | null): Promise<number> {
+    const result = await client.query<{ n: number }>(
+      `WITH done AS (DELETE FROM ${SCHEMAS.bare}.claims c WHERE c.topic = $1 AND c.claim_id = $5::text),
+       moved AS (DELETE FROM ${SCHEMAS.bare}.actions WHERE (topic, member) IN (
+         SELECT topic, member FROM ${SCHEMAS.bare}.actions WHERE topic = $1 AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+         RETURNING member, payload)
+       INSERT INTO ${SCHEMAS.bare}.claims (topic, claim_id, lease_until, members, payloads)
+       SELECT $1, $4::text, $2::bigint + 30000, array_agg(m.member), array_agg(m.payload) FROM moved m HAVING count(*) > 0
+       RETURNING cardinality(members) AS n`,
+      [NAME, Date.now(), limit, claimId, done],
+    );
+    return result.rows[0]?.n ?? 0;
+  }
+
+  /**
+   * The least a claim with one lease per claim does when the rows stay in place: record up to `limit` due rows not
+   * already recorded in one leased row of a runs table (nothing written to the rows themselves), claims of a topic
+   * taking turns; and delete `done` (completed rows) and `doneClaim` (the previous claim's record). Returns the members.
+   */
+  async takeInPlace(client: PoolClient, limit: number, claimId: string, doneClaim: string | null, done: readonly string[]): Promise<string[]> {
+    const result = await client.query<{ member: string }>(`SELECT m AS member FROM ${SCHEMAS.bare}.claim_in_place($1, $2, $3, $4, $5, $6) m`, [
+      NAME,
+      Date.now(),
+      limit,
+      claimId,
+      doneClaim,
+      done,
+    ]);
+    return result.rows.map((row) => row.member);
+  }
+
   async reset(admin: PoolClient): Promise<void> {
-    await admin.query(`TRUNCATE ${SCHEMAS.bare}.actions`);
+    await admin.query(`TRUNCATE ${SCHEMAS.bare}.actions, ${SCHEMAS.bare}.claims, ${SCHEMAS.bare}.runs`);
   }
 
   async close(): Promise<void> {

@@ -25,8 +25,6 @@ export interface PgWorkerConfig {
   readonly concurrency: number;
   /** Rows taken per claim (nestjs-delay claimBatch, pg-boss batchSize, graphile-worker localQueue.size). */
   readonly claimBatch: number;
-  /** nestjs-delay only: send the claim proposed in proposed-claim.ts instead of the driver's (a what-if). */
-  readonly proposedClaim?: boolean;
   /**
    * nestjs-delay only: hold the driver's estimate of the database clock's offset at 0 (bench and
    * server share one machine and one clock) instead of letting each reply set it (a what-if).

@@ -20,7 +20,6 @@ import { Logger, run } from 'graphile-worker';
 import { PgBoss } from 'pg-boss';
 import { DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
 import type { DelayContext } from 'nestjs-delay';
-import { useProposedClaim } from './proposed-claim';
 import { NAME, SCHEMAS } from './protocol';
 import type { BenchPayload, PgWorkerConfig } from './protocol';
 import { Recorder } from '../redis/recorder';
@@ -52,7 +51,6 @@ class BenchHandler {
 class WorkerModule {}
 
 async function startDelay(): Promise<() => Promise<void>> {
-  if (config.proposedClaim === true) await useProposedClaim();
   const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error', 'warn'] });
   if (config.zeroSkew === true) {
     // The driver's private offset object, reached by name: a what-if of the bench's, not an API.

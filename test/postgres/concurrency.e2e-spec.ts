@@ -112,13 +112,24 @@ async function installLog(server: TestPostgresServer, schema: string): Promise<v
        INSERT INTO ${schema}.test_log (xid, app, op, key, old_state, new_state, old_token, new_token, payload, due_at, at_ms)
        VALUES (txid_current(), current_setting('application_name'), TG_OP,
          CASE WHEN TG_OP = 'DELETE' THEN OLD.key ELSE NEW.key END,
-         CASE WHEN TG_OP = 'INSERT' THEN NULL ELSE OLD.state END, CASE WHEN TG_OP = 'DELETE' THEN NULL ELSE NEW.state END,
+         CASE WHEN TG_OP = 'INSERT' THEN NULL WHEN ${schema}.is_running(OLD.topic, OLD.token) THEN 'running' ELSE 'waiting' END,
+         CASE WHEN TG_OP = 'DELETE' THEN NULL WHEN ${schema}.is_running(NEW.topic, NEW.token) THEN 'running' ELSE 'waiting' END,
          CASE WHEN TG_OP = 'INSERT' THEN NULL ELSE OLD.token END, CASE WHEN TG_OP = 'DELETE' THEN NULL ELSE NEW.token END,
          CASE WHEN TG_OP = 'DELETE' THEN OLD.payload ELSE NEW.payload END, CASE WHEN TG_OP = 'DELETE' THEN OLD.due_at ELSE NEW.due_at END,
          floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint);
        RETURN NULL;
      END $fn$;
-     CREATE TRIGGER test_log AFTER INSERT OR UPDATE OR DELETE ON ${schema}.actions FOR EACH ROW EXECUTE FUNCTION ${schema}.test_log_change();`,
+     CREATE TRIGGER test_log AFTER INSERT OR UPDATE OR DELETE ON ${schema}.actions FOR EACH ROW EXECUTE FUNCTION ${schema}.test_log_change();
+     -- A claim writes nothing to the rows it takes: it records them in a runs row, logged as each row going from waiting to running.
+     CREATE FUNCTION ${schema}.test_log_claim() RETURNS trigger LANGUAGE plpgsql AS $fn$
+     BEGIN
+       INSERT INTO ${schema}.test_log (xid, app, op, key, old_state, new_state, old_token, new_token, payload, due_at, at_ms)
+       SELECT txid_current(), current_setting('application_name'), 'UPDATE', a.key, 'waiting', 'running', a.token, a.token, a.payload, a.due_at,
+         floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
+       FROM unnest(NEW.members, NEW.tokens) AS u(member, token) JOIN ${schema}.actions a ON a.topic = NEW.topic AND a.member = u.member AND a.token = u.token;
+       RETURN NULL;
+     END $fn$;
+     CREATE TRIGGER test_log_claim AFTER INSERT ON ${schema}.runs FOR EACH ROW EXECUTE FUNCTION ${schema}.test_log_claim();`,
     [],
     true,
   );

@@ -237,7 +237,7 @@ describe('postgres: faults', () => {
     proxy.halfOpen();
     await other.delay.schedule(TOPIC, 'lost-reply', { delay: 50 });
     // The claim ran on the server (the row is leased) while no handler has run: its reply was lost.
-    await pollUntil(async () => (await server.admin(`SELECT state FROM ${schema}.actions WHERE key = 'lost-reply'`, [], true))[0]?.state === 'running', 'the claim to commit', 5_000, 20);
+    await pollUntil(async () => (await server.admin(`SELECT ${schema}.is_running(topic, token) AS running FROM ${schema}.actions WHERE key = 'lost-reply'`, [], true))[0]?.running === true, 'the claim to commit', 5_000, 20);
     expect(handlers.runs).toEqual([]);
     await pollUntil(() => handlers.runs.length > 0, 'the run', 8_000, 20);
     await pollUntil(async () => (await other.delay.count(TOPIC)) === 0, 'the ack', 5_000, 20);

@@ -148,7 +148,7 @@ describe('postgres: instances in separate processes', () => {
     await plain.call({ op: 'schedule', key: 'default-lease', delay: 100, payload: { armId: 'dl-1', holdMs: 10_000 } });
     await current.until(() => current.startsOf('default-lease').length === 1, 10_000, 'the run of "default-lease"');
     const [row] = await server.admin(
-      `SELECT lease_until - floor(extract(epoch FROM clock_timestamp()) * 1000) AS left_ms FROM ${current.schema}.actions WHERE key = 'default-lease'`,
+      `SELECT r.lease_until - floor(extract(epoch FROM clock_timestamp()) * 1000) AS left_ms FROM ${current.schema}.runs r WHERE 'default-lease' = ANY (r.members)`,
       [],
       true,
     );

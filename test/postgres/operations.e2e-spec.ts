@@ -3,6 +3,7 @@ import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, postgre
 import { Client, Pool } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
+import { DriverUnavailableError } from '../../libs/delay/src/errors/driver-unavailable.error';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 import { postgresStatements } from '../../libs/delay/src/drivers/postgres/postgres-statements';
 
@@ -152,7 +153,7 @@ describe('postgres: operations and migrations', () => {
           client.release();
         }
         if (pooler === 'session') {
-          expect(prepared.filter((text) => text.includes('revived AS ('))).toHaveLength(1);
+          expect(prepared.filter((text) => text.includes(`.claim($1::text`))).toHaveLength(1);
           // Something else empties the connection's prepared statements: the driver's next call on it is refused at
           // Bind (nothing ran), so it drops that connection and sends the call again on another.
           await pool.query('DEALLOCATE ALL');
@@ -231,24 +232,100 @@ describe('postgres: operations and migrations', () => {
       maxPastMs: 60_000,
     });
     sent.length = 0;
+    await server.admin(
+      `CREATE TABLE ${schema}.test_changes (op text NOT NULL);
+       CREATE FUNCTION ${schema}.test_count_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
+       BEGIN INSERT INTO ${schema}.test_changes VALUES (TG_OP); RETURN NULL; END $fn$;
+       CREATE TRIGGER test_count AFTER UPDATE OR DELETE ON ${schema}.actions FOR EACH ROW EXECUTE FUNCTION ${schema}.test_count_change();`,
+      [],
+      true,
+    );
     await driver.start({ topics: new Map([[TOPIC, 4]]), handle: (delivery) => (ran.push(delivery.key), Promise.resolve({ kind: 'completed' as const })) });
     try {
       await pollUntil(async () => ran.length >= 200 && (await driver.count(TOPIC)) === 0, 'the drain to end with every row deleted', 30_000);
       expect(ran.length).toBe(200);
       expect(new Set(ran).size).toBe(200);
-      const claims = sent.filter((sql) => sql.includes('revived AS (')).length;
+      const claims = sent.filter((sql) => sql.includes(`${schema}.claim($1::text`)).length;
       const completions = sent.filter((sql) => sql.startsWith(`DELETE FROM ${schema}.actions a USING unnest(`)).length;
       // 4 slots: at least 50 claims. The last runs' completions have no claim to ride on (and a claim may find its
       // slots still held), so a few go on their own; before, every claim's runs had a DELETE of their own (50 or more).
       expect(claims).toBeGreaterThanOrEqual(50);
       expect(completions).toBeLessThanOrEqual(10);
+      // A claim writes nothing to the rows it takes: the drain changed none of them (the trigger counts), only deleted
+      // them. Its runs rows are all deleted once their runs are over.
+      expect(await server.admin(`SELECT op, count(*)::integer AS n FROM ${schema}.test_changes GROUP BY op`, [], true)).toEqual([{ op: 'DELETE', n: 200 }]);
+      await pollUntil(async () => Number((await server.admin(`SELECT count(*) AS n FROM ${schema}.runs`, [], true))[0].n) === 0, 'the runs rows to go', 5_000);
     } finally {
       await driver.drain(1_000);
       await driver.close();
     }
   }, 60_000);
 
-  it('the completions a claim carries: a row another transaction holds is left for the complete statement, not waited for; an expired lease is completed, not revived', async () => {
+  it('claims need READ COMMITTED: connections defaulting to another level are refused at connect, and a claim under it is refused', async () => {
+    const schema = fresh();
+    const repeatable = { connectionString: server.url, options: '-c default_transaction_isolation=repeatable\\ read' };
+    const pool = new Pool(repeatable);
+    try {
+      const refused = new PostgresDriver({ type: 'postgres', pool, schema });
+      await expect(refused.connect()).rejects.toThrow(DriverUnavailableError);
+      await expect(new PostgresDriver({ type: 'postgres', pool, schema }).connect()).rejects.toThrow(/run under repeatable read by default; it needs READ COMMITTED/);
+    } finally {
+      await pool.end();
+    }
+    // The claim itself refuses to run under another level: its turns would not protect a snapshot taken before them.
+    const client = new Client(repeatable);
+    await client.connect();
+    try {
+      const claim = client.query(postgresStatements(schema).claim, [TOPIC, 1, 1_000, 'rr', 0, null, [], [], []]);
+      await expect(claim).rejects.toMatchObject({ code: 'NDIS1' });
+    } finally {
+      await client.end();
+    }
+    // The same from a connection string: refused at connect, with what to do.
+    const url = new URL(server.url);
+    url.searchParams.set('options', '-c default_transaction_isolation=serializable');
+    await expect(new PostgresDriver({ type: 'postgres', connectionString: url.href, schema }).connect()).rejects.toThrow(/run under serializable by default; it needs READ COMMITTED/);
+  });
+
+  it('claims of one topic take turns: a claim waits for the one before it to commit, then takes none of what that one took', async () => {
+    const schema = fresh();
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
+    await driver.connect();
+    await driver.scheduleMany({
+      topic: TOPIC,
+      entries: ['t1', 't2', 't3', 't4'].map((key) => ({ key, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
+      maxPastMs: 60_000,
+    });
+    await driver.close();
+    const sql = postgresStatements(schema);
+    const first = new Client({ connectionString: server.url });
+    const second = new Client({ connectionString: server.url, statement_timeout: 10_000 });
+    await first.connect();
+    await second.connect();
+    try {
+      const args = (claimId: string): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, [], [], []];
+      // The first claim runs in a transaction left open: it has taken its rows, and has not committed.
+      await first.query('BEGIN');
+      const firstTook = (await first.query(sql.claim, args('first'))).rows.filter((row) => row.member !== null).map((row) => String(row.member));
+      expect(firstTook).toEqual(['t1', 't2']);
+      const secondPid = (await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      const secondClaim = second.query(sql.claim, args('second'));
+      // The second claim waits for its turn (on the advisory lock), not skipping past it.
+      await pollUntil(
+        async () => (await first.query(`SELECT wait_event FROM pg_stat_activity WHERE pid = $1`, [secondPid])).rows[0]?.wait_event === 'advisory',
+        'the second claim to wait for its turn',
+        5_000,
+      );
+      await first.query('COMMIT');
+      const secondTook = (await secondClaim).rows.filter((row) => row.member !== null).map((row) => String(row.member));
+      expect(secondTook).toEqual(['t3', 't4']);
+    } finally {
+      await first.end();
+      await second.end();
+    }
+  });
+
+  it('the completions a claim carries: if one is held by another transaction the claim does not wait, and leaves them all to the complete statement; an expired lease among them is completed, not revived', async () => {
     const schema = fresh();
     const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
     await driver.connect();
@@ -264,25 +341,36 @@ describe('postgres: operations and migrations', () => {
     await claimer.connect();
     await holder.connect();
     try {
-      // Parameters: topic, limit, lease ms, claim id, ticks, resume point, carried members, carried tokens.
-      const claim = async (limit: number, leaseMs: number, carried: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> =>
-        (await claimer.query(sql.claim, [TOPIC, limit, leaseMs, `c${limit}-${leaseMs}`, 0, null, carried.map((row) => row.member), carried.map((row) => row.token)])).rows;
-      const taken = (await claim(3, 60_000, [])).filter((row) => row.member !== null);
+      // Parameters: topic, limit, lease ms, claim id, ticks, resume point, carried members, carried tokens, finished claims.
+      const claim = async (limit: number, claimId: string, carried: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> =>
+        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, carried.map((row) => row.member), carried.map((row) => row.token), []])).rows;
+      const taken = [
+        ...(await claim(1, 'first', [])).filter((row) => row.member !== null),
+        ...(await claim(2, 'second', [])).filter((row) => row.member !== null),
+      ];
       expect(taken.map((row) => row.member).sort()).toEqual(['expired', 'free', 'held']);
-      // One lease has run out (its renewals failed, say): a claim would revive it as a crashed run's.
-      await claimer.query(`UPDATE ${schema}.actions SET lease_until = 0 WHERE member = 'expired'`);
+      // Due together, claimed in key order: the first claim took 'expired', and its lease has run out (its renewals
+      // failed, say): a claim would revive that run as a crashed one's.
+      expect(taken[0].member).toBe('expired');
+      await claimer.query(`UPDATE ${schema}.runs SET lease_until = 0 WHERE claim_id = 'first'`);
       // Your transaction holds the row of 'held' (a cancel or replace of that key, not committed yet).
       await holder.query('BEGIN');
       await holder.query(`SELECT 1 FROM ${schema}.actions WHERE topic = $1 AND member = 'held' FOR UPDATE`, [TOPIC]);
-      const [head] = await claim(1, 60_000, taken);
-      expect(head.revived).toBe(0);
-      expect(head.completed).toBe(2);
+      // The claim does not wait for it (3 s statement_timeout): the completions it carried are all left (the consumer
+      // then sends them with the complete statement), and the expired run among them is not revived either.
+      const [held] = await claim(1, 'third', taken);
+      expect([held.completed, held.revived]).toEqual([0, 0]);
+      const all = await holder.query<{ member: string }>(`SELECT member FROM ${schema}.actions WHERE topic = $1 ORDER BY member`, [TOPIC]);
+      expect(all.rows.map((row) => row.member)).toEqual(['expired', 'free', 'held']);
+      // The free ones, carried again: deleted, the expired one completed, not revived.
+      const [head] = await claim(1, 'fourth', taken.filter((row) => row.member !== 'held'));
+      expect([head.completed, head.revived]).toEqual([2, 0]);
       const left = await holder.query<{ member: string }>(`SELECT member FROM ${schema}.actions WHERE topic = $1 ORDER BY member`, [TOPIC]);
       expect(left.rows.map((row) => row.member)).toEqual(['held']);
       await holder.query('COMMIT');
       // The complete statement takes what the claim left.
-      const held = taken.find((row) => row.member === 'held');
-      await claimer.query(sql.complete, [TOPIC, [held?.member], [held?.token]]);
+      const heldRow = taken.find((row) => row.member === 'held');
+      await claimer.query(sql.complete, [TOPIC, [heldRow?.member], [heldRow?.token]]);
       expect((await claimer.query(`SELECT count(*)::int AS n FROM ${schema}.actions`)).rows).toEqual([{ n: 0 }]);
     } finally {
       await holder.end();

@@ -74,11 +74,6 @@ CREATE TABLE __schema__.actions (
   token bigint NOT NULL,
   attempt integer NOT NULL DEFAULT 1,
   due_at bigint NOT NULL,
-  state text NOT NULL DEFAULT 'waiting' CHECK (state IN ('waiting', 'running')),
-  lease_until bigint,
-  -- The claim that took it: a claim whose reply was lost is asked again
-  -- under the same id and hands back what it took, same attempt.
-  claim_id text,
   payload text,
   batch boolean NOT NULL DEFAULT false,
   items text[],
@@ -89,10 +84,41 @@ CREATE TABLE __schema__.actions (
   PRIMARY KEY (topic, member)
 );
 -- A claim, the earliest due time and the list order are range scans of this.
-CREATE INDEX actions_waiting ON __schema__.actions (topic, due_at, member) WHERE state = 'waiting';
--- Expired leases (a crashed instance's runs) and the next lease to expire.
-CREATE INDEX actions_leases ON __schema__.actions (topic, lease_until) WHERE state = 'running';
+CREATE INDEX actions_due ON __schema__.actions (topic, due_at, member);
 CREATE INDEX actions_closed_batches ON __schema__.actions (topic, key) WHERE cancel_by_key;
+
+-- Runs: one row per claim. A claim leaves the actions it takes as they are
+-- (a new version of every claimed row was most of what a drain cost) and
+-- names them here, by member and token, under one lease for the claim. An
+-- action is running while its token is in a runs row of its topic (tokens
+-- are unique). Its outcome deletes it or re-arms it under a new token; the
+-- consumer then deletes the run's row. A row whose lease has expired (its
+-- instance died or stalled) is taken back by the next claim: the actions it
+-- names that still hold their token get a new token and their next attempt.
+-- claim_id: a claim whose reply was lost is asked again under its id and
+-- hands back what it took, same attempt.
+CREATE TABLE __schema__.runs (
+  topic text COLLATE "C" NOT NULL,
+  claim_id text COLLATE "C" NOT NULL,
+  lease_until bigint NOT NULL,
+  members text[] COLLATE "C" NOT NULL,
+  tokens bigint[] NOT NULL,
+  PRIMARY KEY (topic, claim_id)
+);
+-- Expired leases (a crashed instance's runs) and the next lease to expire.
+CREATE INDEX runs_leases ON __schema__.runs (topic, lease_until);
+
+-- Whether the arming with this token is running.
+CREATE FUNCTION __schema__.is_running(p_topic text, p_token bigint) RETURNS boolean LANGUAGE sql STABLE AS $fn$
+  SELECT EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND p_token = ANY (r.tokens))
+$fn$;
+
+-- The earliest due time of the topic's actions that are not running: a
+-- write notifies only when it moves this earlier.
+CREATE FUNCTION __schema__.earliest_waiting(p_topic text) RETURNS bigint LANGUAGE sql STABLE AS $fn$
+  SELECT min(a.due_at) FROM __schema__.actions a
+  WHERE a.topic = p_topic AND a.token NOT IN (SELECT unnest(r.tokens) FROM __schema__.runs r WHERE r.topic = p_topic)
+$fn$;
 
 CREATE TABLE __schema__.dead (
   topic text COLLATE "C" NOT NULL,
@@ -162,7 +188,7 @@ BEGIN
       RETURN QUERY SELECT -3, v_at, NULL::text, n, v_now; RETURN;
     END IF;
   END LOOP;
-  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
+  v_earliest := __schema__.earliest_waiting(p_topic);
   FOR n IN 1 .. v_count LOOP
     v_at := CASE WHEN p_absolute[n] THEN p_values[n] ELSE v_now + p_values[n] END;
     IF p_keep[n] THEN
@@ -183,15 +209,15 @@ BEGIN
         IF v_row.batch THEN
           RAISE EXCEPTION 'nestjs-delay: key % of topic % has an open batch', p_keys[n], p_topic USING ERRCODE = 'NDKC1';
         END IF;
-        RETURN QUERY SELECT CASE WHEN v_row.state = 'running' THEN 4 ELSE 3 END, v_row.due_at, v_row.payload, v_row.attempt, v_now;
+        RETURN QUERY SELECT CASE WHEN __schema__.is_running(p_topic, v_row.token) THEN 4 ELSE 3 END, v_row.due_at, v_row.payload, v_row.attempt, v_now;
         EXIT;
       END LOOP;
     ELSE
-      -- A run of the previous arming may be going on: it loses its lease, and its outcome will not match the new token.
+      -- A run of the previous arming may be going on: the new token is not running, and the run's outcome will not match it.
       INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, trace)
       VALUES (p_topic, p_keys[n], p_keys[n], nextval('__schema__.tokens'), v_at, p_payloads[n], p_traces[n])
-      ON CONFLICT (topic, member) DO UPDATE SET token = excluded.token, attempt = 1, due_at = excluded.due_at, state = 'waiting',
-        lease_until = NULL, claim_id = NULL, payload = excluded.payload, trace = excluded.trace
+      ON CONFLICT (topic, member) DO UPDATE SET token = excluded.token, attempt = 1, due_at = excluded.due_at,
+        payload = excluded.payload, trace = excluded.trace
       WHERE NOT a.batch
       RETURNING (a.xmax = 0) INTO v_created;
       IF NOT FOUND THEN
@@ -208,7 +234,7 @@ END
 $fn$;
 
 -- reschedule: moves an existing action, keeping payload and attempt, under a
--- new token (a run going on loses its lease). Status 1 moved, 0 none, -1/-2
+-- new token (a run going on no longer holds it). Status 1 moved, 0 none, -1/-2
 -- out of range, -3 the key is an open batch.
 CREATE FUNCTION __schema__.reschedule(
   p_topic text, p_key text, p_absolute boolean, p_value bigint, p_max_past bigint, p_horizon bigint, p_in_tx boolean
@@ -225,9 +251,8 @@ BEGIN
   IF v_row.batch THEN RETURN QUERY SELECT -3, v_at, NULL::text, 0, v_now; RETURN; END IF;
   IF v_at < 0 OR v_at < v_now - p_max_past THEN RETURN QUERY SELECT -1, v_at, NULL::text, 0, v_now; RETURN; END IF;
   IF v_at > v_now + p_horizon THEN RETURN QUERY SELECT -2, v_at, NULL::text, 0, v_now; RETURN; END IF;
-  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
-  UPDATE __schema__.actions a SET due_at = v_at, token = nextval('__schema__.tokens'), state = 'waiting', lease_until = NULL, claim_id = NULL
-  WHERE a.topic = p_topic AND a.member = p_key;
+  v_earliest := __schema__.earliest_waiting(p_topic);
+  UPDATE __schema__.actions a SET due_at = v_at, token = nextval('__schema__.tokens') WHERE a.topic = p_topic AND a.member = p_key;
   IF v_earliest IS NULL OR v_at < v_earliest THEN PERFORM pg_notify('__schema__', p_topic || ' ' || v_at); END IF;
   RETURN QUERY SELECT 1, v_at, v_row.payload, v_row.attempt, v_now;
 END
@@ -257,7 +282,7 @@ DECLARE
   v_opened bigint;
   v_member text;
 BEGIN
-  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
+  v_earliest := __schema__.earliest_waiting(p_topic);
   LOOP
     SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
     IF FOUND THEN
@@ -323,8 +348,8 @@ BEGIN
   DELETE FROM __schema__.dead d WHERE d.topic = p_topic AND d.id = p_id;
   INSERT INTO __schema__.actions AS a (topic, member, key, token, due_at, payload, batch, items, opened_at)
   VALUES (p_topic, p_id, v_dead.key, nextval('__schema__.tokens'), v_now, v_dead.payload, v_dead.batch, v_dead.items, CASE WHEN v_dead.batch THEN v_now END)
-  ON CONFLICT (topic, member) DO UPDATE SET token = excluded.token, attempt = 1, due_at = excluded.due_at, state = 'waiting', lease_until = NULL,
-    claim_id = NULL, payload = excluded.payload, batch = excluded.batch, items = excluded.items, opened_at = excluded.opened_at, cancel_by_key = false, trace = NULL;
+  ON CONFLICT (topic, member) DO UPDATE SET token = excluded.token, attempt = 1, due_at = excluded.due_at,
+    payload = excluded.payload, batch = excluded.batch, items = excluded.items, opened_at = excluded.opened_at, cancel_by_key = false, trace = NULL;
   PERFORM pg_notify('__schema__', p_topic || ' ' || v_now);
   RETURN 1;
 END
@@ -340,7 +365,7 @@ $fn$;
 -- hold a schedule back. The mark stays through retries, lease expiries,
 -- releases and moves, so a tick never waits for a slot.
 ALTER TABLE __schema__.actions ADD COLUMN tick boolean NOT NULL DEFAULT false;
-CREATE INDEX actions_waiting_ticks ON __schema__.actions (topic, due_at, member) WHERE state = 'waiting' AND tick;
+CREATE INDEX actions_due_ticks ON __schema__.actions (topic, due_at, member) WHERE tick;
 
 -- One row per series: the keys of its occurrences that may still be waiting
 -- or running, in creation order; pruned of those that finished or were
@@ -412,7 +437,7 @@ DECLARE
   v_soonest bigint;
   v_at bigint;
   v_listed text[];
-  v_state text;
+  v_token bigint;
   v_alive text[] := '{}';
   v_waiting boolean := false;
   v_refused boolean;
@@ -431,7 +456,7 @@ BEGIN
   ELSIF NOT v_found THEN
     RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN;
   ELSIF p_expect = 'token' THEN
-    IF v_row.token::text <> p_expect_value OR v_row.state <> 'running' THEN
+    IF v_row.token::text <> p_expect_value OR NOT __schema__.is_running(p_topic, v_row.token) THEN
       RETURN QUERY SELECT 0, v_created, v_skipped, v_cancelled, NULL::bigint, v_now; RETURN;
     END IF;
   ELSIF v_row.batch OR v_row.payload IS DISTINCT FROM p_expect_value THEN
@@ -456,7 +481,7 @@ BEGIN
   END IF;
   -- ---- end orphans ----
 
-  SELECT min(a.due_at) INTO v_earliest FROM __schema__.actions a WHERE a.topic = p_topic AND a.state = 'waiting';
+  v_earliest := __schema__.earliest_waiting(p_topic);
 
   -- No tick yet: arm it first. Two first steps of one series at once (instances
   -- declaring the same schedule at boot) meet on its primary key, and the
@@ -474,10 +499,10 @@ BEGIN
   -- The previous occurrences still waiting or running (a finished or cancelled one has no row).
   SELECT s.occurrences INTO v_listed FROM __schema__.series s WHERE s.topic = p_topic AND s.key = p_key FOR UPDATE;
   FOREACH v_member IN ARRAY coalesce(v_listed, '{}'::text[]) LOOP
-    SELECT a.state INTO v_state FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = v_member;
+    SELECT a.token INTO v_token FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = v_member;
     IF FOUND THEN
       v_alive := v_alive || v_member;
-      IF v_state = 'waiting' THEN v_waiting := true; END IF;
+      IF NOT __schema__.is_running(p_topic, v_token) THEN v_waiting := true; END IF;
     END IF;
   END LOOP;
 
@@ -524,9 +549,9 @@ BEGIN
   ELSE
     IF p_next IN ('delay', 'at') AND NOT v_armed THEN
       v_at := CASE WHEN p_next = 'at' THEN p_next_value ELSE v_now + p_next_value END;
-      -- A run of the tick still going loses its lease; its outcome will not match the new token.
-      UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = 1, due_at = v_at, state = 'waiting', lease_until = NULL,
-        claim_id = NULL, payload = p_next_payload, trace = NULL, tick = true
+      -- A run of the tick still going no longer holds it; its outcome will not match the new token.
+      UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = 1, due_at = v_at,
+        payload = p_next_payload, trace = NULL, tick = true
       WHERE a.topic = p_topic AND a.member = p_key;
       v_soonest := least(v_soonest, v_at);
     END IF;
@@ -540,6 +565,145 @@ BEGIN
   RETURN QUERY SELECT 1, v_created, v_skipped, v_cancelled, v_soonest, v_now;
 END
 $fn$;
+
+-- ---- The claim ---------------------------------------------------------
+-- claim: what a consumer takes, in one call. In order:
+-- 1. The completions it carries (p_done_members, p_done_tokens: its runs that
+--    completed since its last call) are deleted. If one is held by another
+--    transaction (yours, cancelling or re-arming that key), none is: the claim
+--    waits at most 1 ms on a lock, and completed = 0 tells the consumer to send
+--    them with the complete statement, which waits as any write does.
+-- 2. The runs rows of its claims that are over (p_finished: every outcome
+--    recorded) are deleted; finished counts them. A claim with an outcome that
+--    could not be recorded is not sent: its row's lease runs out, as in 3.
+-- 3. Runs rows whose lease expired (their instance died or stalled) are taken
+--    back: the actions they name that still hold their token get a new token
+--    and their next attempt (revived), and are claimable at once. Rows another
+--    transaction holds, and carried completions, are left (and so is the runs
+--    row, for a later claim).
+-- 4. From here to its commit, the claims of one topic take turns (a
+--    transaction-level advisory lock). A claim writes nothing to the rows it
+--    takes, so nothing on them stops a claim whose snapshot was taken before
+--    another claim committed from taking them again; each statement of this
+--    function takes its snapshot after the lock (READ COMMITTED: refused under
+--    another isolation level, which would keep the first snapshot).
+-- 5. Up to p_limit due actions that are not running, earliest first (from
+--    p_resume on, see the claim statement), and up to p_ticks due recurring
+--    ticks besides them, are locked, skipping rows another transaction holds
+--    (a cancel or re-arm committed meanwhile is seen in the row's newest
+--    version), and recorded in one runs row under the claim's lease. An open
+--    batch is closed as it is claimed: re-filed under its own id, and
+--    cancel(key) no longer reaches it; batches are the only rows written.
+-- The first row is the head (member null), describing the claim; then one
+-- row per action taken (head columns null). next_at is the
+-- earliest due time after now or lease to expire, to sleep until (null when
+-- the claim is full: the consumer claims again at once); more_due says due
+-- actions were left (true when full); next_tick and more_ticks the same for
+-- ticks.
+CREATE FUNCTION __schema__.claim(
+  p_topic text, p_limit integer, p_lease bigint, p_claim_id text, p_ticks integer, p_resume bigint,
+  p_done_members text[], p_done_tokens bigint[], p_finished text[]
+) RETURNS TABLE (
+  now_ms bigint, revived integer, paused boolean, completed integer, finished integer, next_at bigint, more_due boolean,
+  next_tick bigint, more_ticks boolean,
+  member text, key text, token bigint, attempt integer, due_at bigint, payload text, batch boolean, items text[], trace text, tick boolean
+) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now bigint := __schema__.clock_ms(false);
+  v_completed integer := 0;
+  v_finished integer := 0;
+  v_revived integer := 0;
+  v_paused boolean;
+  v_lock_timeout text := current_setting('lock_timeout');
+BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'nestjs-delay: a claim must run under READ COMMITTED, this connection runs under %', current_setting('transaction_isolation')
+      USING ERRCODE = 'NDIS1', HINT = 'set default_transaction_isolation to ''read committed'' for the role or database the driver connects as';
+  END IF;
+  IF cardinality(p_done_tokens) > 0 THEN
+    -- Deleted directly (locking the rows first, to skip a held one, cost a third of the claim), under a lock
+    -- timeout of 1 ms; a timeout undoes the block's delete (and its setting), and the claim goes on.
+    BEGIN
+      PERFORM set_config('lock_timeout', '1ms', true);
+      WITH gone AS (
+        DELETE FROM __schema__.actions a USING unnest(p_done_members, p_done_tokens) AS r(member, token)
+        WHERE a.topic = p_topic AND a.member = r.member AND a.token = r.token
+        RETURNING 1)
+      SELECT count(*) INTO v_completed FROM gone;
+      PERFORM set_config('lock_timeout', v_lock_timeout, true);
+    EXCEPTION WHEN lock_not_available THEN
+      v_completed := 0;
+    END;
+  END IF;
+  IF cardinality(p_finished) > 0 THEN
+    WITH over AS (DELETE FROM __schema__.runs r WHERE r.topic = p_topic AND r.claim_id = ANY (p_finished) RETURNING 1)
+    SELECT count(*) INTO v_finished FROM over;
+  END IF;
+  IF EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now) THEN
+    WITH back AS (
+      UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = a.attempt + 1
+      WHERE a.ctid = ANY (ARRAY(
+          SELECT x.ctid FROM __schema__.runs r, unnest(r.members, r.tokens) AS u(member, token), __schema__.actions x
+          WHERE r.topic = p_topic AND r.lease_until <= v_now AND x.topic = p_topic AND x.member = u.member AND x.token = u.token
+            AND NOT (u.token = ANY (p_done_tokens))
+          FOR UPDATE OF x SKIP LOCKED))
+        AND a.topic = p_topic
+      RETURNING 1)
+    SELECT count(*) INTO v_revived FROM back;
+    DELETE FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now
+      AND NOT EXISTS (SELECT 1 FROM unnest(r.members, r.tokens) AS u(member, token)
+                      JOIN __schema__.actions a ON a.topic = p_topic AND a.member = u.member AND a.token = u.token);
+  END IF;
+  PERFORM pg_advisory_xact_lock(1852075107, hashtext('__schema__ ' || p_topic));
+  v_paused := EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic);
+  RETURN QUERY
+  WITH running AS MATERIALIZED (SELECT unnest(r.tokens) AS token FROM __schema__.runs r WHERE r.topic = p_topic),
+    picked AS (
+      SELECT w.ctid AS row_id, w.member, w.key, w.token, w.attempt, w.due_at, w.payload, w.batch, w.items, w.trace, w.tick
+      FROM __schema__.actions w
+      WHERE w.topic = p_topic AND w.due_at <= v_now AND w.due_at >= coalesce(p_resume, -9223372036854775807) AND NOT w.tick
+        AND p_limit > 0 AND NOT v_paused AND w.token NOT IN (SELECT n.token FROM running n)
+      ORDER BY w.due_at, w.member LIMIT p_limit FOR UPDATE OF w SKIP LOCKED),
+    ticked AS (
+      SELECT w.ctid AS row_id, w.member, w.key, w.token, w.attempt, w.due_at, w.payload, w.batch, w.items, w.trace, w.tick
+      FROM __schema__.actions w
+      WHERE w.topic = p_topic AND w.tick AND w.due_at <= v_now AND p_ticks > 0 AND NOT v_paused AND w.token NOT IN (SELECT n.token FROM running n)
+      ORDER BY w.due_at, w.member LIMIT p_ticks FOR UPDATE OF w SKIP LOCKED),
+    taken AS (SELECT * FROM picked UNION ALL SELECT * FROM ticked),
+    refiled AS (
+      UPDATE __schema__.actions a SET cancel_by_key = false,
+        member = CASE WHEN a.member = a.key THEN a.key || chr(31) || lpad(a.token::text, 20, '0') ELSE a.member END
+      WHERE a.ctid = ANY (ARRAY(SELECT t.row_id FROM taken t WHERE t.batch)) AND a.topic = p_topic
+      RETURNING a.member, a.key, a.token, a.attempt, a.due_at, a.payload, a.batch, a.items, a.trace, a.tick),
+    claimed AS (
+      SELECT t.member, t.key, t.token, t.attempt, t.due_at, t.payload, t.batch, t.items, t.trace, t.tick FROM taken t WHERE NOT t.batch
+      UNION ALL SELECT * FROM refiled),
+    recorded AS (
+      INSERT INTO __schema__.runs (topic, claim_id, lease_until, members, tokens)
+      SELECT p_topic, p_claim_id, v_now + p_lease, array_agg(c.member), array_agg(c.token) FROM claimed c HAVING count(*) > 0
+      RETURNING 1),
+    head AS MATERIALIZED (
+      SELECT v_now AS now_ms, v_revived AS revived, v_paused AS paused, v_completed AS completed, v_finished AS finished,
+        CASE WHEN p_limit > 0 AND (SELECT count(*) FROM picked) >= p_limit THEN NULL
+          ELSE least((SELECT min(w.due_at) FROM __schema__.actions w WHERE w.topic = p_topic AND w.due_at > v_now),
+                     (SELECT min(r.lease_until) FROM __schema__.runs r WHERE r.topic = p_topic)) END AS next_at,
+        CASE WHEN p_limit > 0 AND (SELECT count(*) FROM picked) >= p_limit THEN true
+          ELSE (SELECT count(*) FROM (SELECT 1 FROM __schema__.actions w WHERE w.topic = p_topic AND w.due_at <= v_now AND NOT w.tick
+                  AND w.token NOT IN (SELECT n.token FROM running n) ORDER BY w.due_at, w.member LIMIT p_limit + 1) d) > (SELECT count(*) FROM picked) END AS more_due,
+        (SELECT min(t.due_at) FROM __schema__.actions t WHERE t.topic = p_topic AND t.tick AND t.due_at > v_now) AS next_tick,
+        (SELECT count(*) FROM (SELECT 1 FROM __schema__.actions t WHERE t.topic = p_topic AND t.tick AND t.due_at <= v_now
+           AND t.token NOT IN (SELECT n.token FROM running n) ORDER BY t.due_at, t.member LIMIT p_ticks + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks)
+  SELECT h.now_ms, h.revived, h.paused, h.completed, h.finished, h.next_at, h.more_due, h.next_tick, h.more_ticks,
+    NULL::text, NULL::text, NULL::bigint, NULL::integer, NULL::bigint, NULL::text, NULL::boolean, NULL::text[], NULL::text, NULL::boolean
+  FROM head h
+  UNION ALL
+  SELECT NULL::bigint, NULL::integer, NULL::boolean, NULL::integer, NULL::integer, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean,
+    c.member, c.key, c.token, c.attempt, c.due_at, c.payload, c.batch, c.items, c.trace, c.tick
+  FROM claimed c;
+END
+$fn$;
+-- ---- end the claim ----
 `,
   },
 ];

@@ -3,18 +3,19 @@
  * A batch is recorded by one statement: the topic's next claim (which
  * deletes completed rows besides claiming, so a drain commits once per
  * claim), or a completion statement of its own. Every run waits on its
- * batch's `done`, which settles once the batch is recorded or given up on.
+ * batch's `done`, which settles once the batch is recorded (true) or given
+ * up on (false).
  */
 export class AckBatch {
   readonly members: string[] = [];
   readonly tokens: string[] = [];
   /** A recurring occurrence's start time (its last run is recorded with it), null for any other run. */
   readonly startedAt: Array<number | null> = [];
-  readonly done: Promise<void>;
-  private resolve!: () => void;
+  readonly done: Promise<boolean>;
+  private resolve!: (recorded: boolean) => void;
 
   constructor(private readonly parts: readonly AckBatch[] = []) {
-    this.done = new Promise<void>((resolve) => (this.resolve = resolve));
+    this.done = new Promise<boolean>((resolve) => (this.resolve = resolve));
     for (const part of parts) {
       this.members.push(...part.members);
       this.tokens.push(...part.tokens);
@@ -26,10 +27,10 @@ export class AckBatch {
     return this.members.length;
   }
 
-  /** The statement that recorded it returned (or recording was given up: the lease then brings the run back). */
-  recorded(): void {
-    this.resolve();
-    for (const part of this.parts) part.recorded();
+  /** The statement that recorded it returned (true), or recording was given up (false: the lease then brings the runs back). */
+  recorded(recorded = true): void {
+    this.resolve(recorded);
+    for (const part of this.parts) part.recorded(recorded);
   }
 }
 
@@ -41,7 +42,7 @@ export class PendingAcks {
   /** A statement of their own is queued for what no claim takes in this turn. */
   flushQueued = false;
 
-  add(member: string, token: string, startedAt: number | null): Promise<void> {
+  add(member: string, token: string, startedAt: number | null): Promise<boolean> {
     const batch = startedAt === null ? this.plain : this.occurrences;
     batch.members.push(member);
     batch.tokens.push(token);

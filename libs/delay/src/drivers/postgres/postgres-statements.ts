@@ -21,6 +21,7 @@ export interface PostgresStatements {
   readonly redrive: string;
   readonly claim: string;
   readonly recover: string;
+  readonly finish: string;
   readonly complete: string;
   readonly retry: string;
   readonly bury: string;
@@ -41,8 +42,13 @@ export interface PostgresStatements {
   readonly lastSeriesRuns: string;
 }
 
-/** The columns a reader of actions needs. */
-const ACTION_COLUMNS = 'a.member, a.key, a.token, a.attempt, a.due_at, a.state, a.payload, a.batch, a.items, a.trace, a.tick';
+/** The columns of a claimed action, as the claim returns them. */
+const CLAIMED_COLUMNS = 'a.member, a.key, a.token, a.attempt, a.due_at, a.payload, a.batch, a.items, a.trace, a.tick';
+
+/** The columns a reader of actions needs: those, and its state, given whether it is running (its token in a runs row of the topic). */
+function actionColumns(running: string): string {
+  return `${CLAIMED_COLUMNS}, CASE WHEN ${running} THEN 'running' ELSE 'waiting' END AS state`;
+}
 
 // ---- Recurring: last runs ----
 /**
@@ -84,108 +90,46 @@ export function postgresStatements(schema: string): PostgresStatements {
       gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND (a.member = ANY($2::text[]) OR (a.key = ANY($2::text[]) AND a.cancel_by_key))
         RETURNING (SELECT min(k.n) FROM k WHERE a.member = k.key OR (a.key = k.key AND a.cancel_by_key)) AS n)
       SELECT (SELECT count(*) FROM gone g WHERE g.n = k.n)::integer AS removed FROM k ORDER BY k.n`,
-    get: `SELECT ${ACTION_COLUMNS}, ${paused} AS paused FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text`,
+    get: `SELECT ${actionColumns(`${s}.is_running(a.topic, a.token)`)}, ${paused} AS paused FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text`,
     // A listing shows a batch's first LISTED_BATCH_ITEMS items and its size, not the whole array.
-    list: `SELECT ${ACTION_COLUMNS.replace('a.items', `a.items[1:${LISTED_BATCH_ITEMS}] AS items, cardinality(a.items) AS size`)}, ${paused} AS paused
+    // Running actions first. The topic's running tokens are read once, not once per row.
+    list: `WITH running AS MATERIALIZED (SELECT unnest(n.tokens) AS token FROM ${s}.runs n WHERE n.topic = $1::text)
+      SELECT ${actionColumns('a.token IN (SELECT token FROM running)').replace('a.items', `a.items[1:${LISTED_BATCH_ITEMS}] AS items, cardinality(a.items) AS size`)}, ${paused} AS paused
       FROM ${s}.actions a WHERE a.topic = $1::text
-      ORDER BY a.state = 'waiting', a.due_at, a.member LIMIT $2::integer OFFSET $3::integer`,
+      ORDER BY a.token NOT IN (SELECT token FROM running), a.due_at, a.member LIMIT $2::integer OFFSET $3::integer`,
     count: `SELECT count(*)::integer AS n FROM ${s}.actions a WHERE a.topic = $1::text`,
     listDead: `SELECT d.id, d.key, d.payload, d.batch, d.items, d.due_at, d.attempts, d.error, d.died_at FROM ${s}.dead d WHERE d.topic = $1::text
       ORDER BY d.died_at, d.id LIMIT $2::integer OFFSET $3::integer`,
     countDead: `SELECT count(*)::integer AS n FROM ${s}.dead d WHERE d.topic = $1::text`,
     redrive: `SELECT ${s}.redrive($1::text, $2::text) AS status`,
-    // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit, $6 resume point (see below) or null, $7 and $8
-    // completions carried (see below). First, runs whose lease expired (their instance died or
-    // stalled) go back to waiting as a new attempt under a new token; they are claimable by the next claim.
-    // Then up to $2 due actions of an unpaused topic are leased, earliest first, skipping rows another
-    // transaction holds. An open batch is closed as it is claimed: re-filed under its own id.
-    // next: the earliest due time after now, or lease to expire, to sleep until.
+    // ---- the claim (the claim function in the migrations: steps, head, turns) ----
+    // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit, $6 resume point (below) or null,
+    // $7 and $8 completions carried, $9 the ids of this consumer's claims that are over.
     // Recurring ticks ($5 at most, besides the limit) are taken apart from the handler slots: a tick is library
     // work of microseconds, so a topic whose slots are all busy with long handlers still advances its schedules
-    // on time. next_tick is the earliest tick after now (a consumer waiting for a slot still wakes for it);
-    // more_ticks says due ticks were left (beyond $5, or held by another transaction).
-    // The one-row head is computed once (MATERIALIZED), not once per claimed row; and "more due" counts at
-    // most one row past what was picked, along the due-time index (picked rows are still waiting in the
-    // statement's snapshot), instead of an anti-join that read every dead row a drain had left behind.
-    // The clock is read once (MATERIALIZED) and compared as a scalar subquery, `(SELECT now FROM clock)`: then
-    // it is an index bound, and a scan stops at the first row not yet due (or lease not yet expired); joined as
-    // a table it was a filter, and a claim read every waiting row of the topic before it found that few were due.
-    //
-    // ---- drain: the claim's rows, taken by their physical address ----
-    // `picked` locks the rows and hands their ctid to `claimed`, whose UPDATE fetches each row straight from
-    // its heap page instead of through the primary key again (a quarter of the claim's buffer reads per row).
-    // A row locked here keeps its ctid until this statement commits. A row another transaction changed between
-    // the statement's snapshot and the lock is locked in its newest version, which the UPDATE's snapshot does
-    // not see: it is left waiting for the next claim, never taken twice (the UPDATE also checks `waiting`).
-    // When the claim is full, the consumer claims again at once: `next_at` and `more_due` are then not
-    // computed (null and true); a claim that then finds nothing reports them.
+    // on time.
     // $6, the drain's resume point, or null: the due time of the last row the consumer's previous (full) claim
     // took. The claim then starts its scan there instead of at the topic's first entry, past the index entries
-    // of every row claimed before in the drain, which a long transaction elsewhere keeps from being cleaned
+    // of every row completed before in the drain, which a long transaction elsewhere keeps from being cleaned
     // (each one costs a heap visit while any snapshot may still see it). Rows left behind (re-armed with an
     // earlier due time, held by another transaction, put back) are taken by a claim without it: the consumer
     // sends null when its last claim was not full, after a wake (a write made the topic's earliest due time
     // earlier, runs were handed back), after runs were revived, and at least once a second.
-    // ---- end drain ----
-    // ---- completions carried by the claim ----
-    // $7 members and $8 tokens: runs of this consumer that completed since its last statement, deleted by the claim
-    // itself (as the complete statement would): a drain then commits once per claim instead of once for the claim and once for
-    // the completions of the runs before it. Only rows this consumer leased match (their token), never a row the
-    // claim picks (a running row, not a waiting one). Empty arrays when there is nothing to complete. A row another
-    // transaction holds is skipped, not waited for (a claim never waits on a lock); `completed` counts the rows deleted
-    // (a count, not their names: head's columns come back on every claimed row), and when it is short the consumer sends
-    // them all again with the complete statement (deleting by token twice is harmless). A carried run whose lease has expired is not
-    // revived by the same statement (it would get a new token, and its completion would then match nothing).
-    // ---- end completions carried by the claim ----
-    claim: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
-      done AS (
-        DELETE FROM ${s}.actions a
-        WHERE a.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.actions x JOIN unnest($7::text[], $8::bigint[]) AS r(member, token)
-            ON x.topic = $1::text AND x.member = r.member AND x.token = r.token FOR UPDATE OF x SKIP LOCKED))
-          AND a.topic = $1::text
-        RETURNING a.member),
-      revived AS (
-        UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1, lease_until = NULL, claim_id = NULL
-        FROM (SELECT e.member FROM ${s}.actions e WHERE e.topic = $1::text AND e.state = 'running' AND e.lease_until <= (SELECT now FROM clock)
-                AND NOT EXISTS (SELECT 1 FROM unnest($7::text[], $8::bigint[]) AS r(member, token) WHERE r.member = e.member AND r.token = e.token)
-              ORDER BY e.lease_until LIMIT 100 FOR UPDATE OF e SKIP LOCKED) x
-        WHERE a.topic = $1::text AND a.member = x.member
-        RETURNING 1),
-      picked AS (
-        SELECT w.ctid AS row_id FROM ${s}.actions w
-        WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= (SELECT now FROM clock) AND w.due_at >= coalesce($6::bigint, -9223372036854775807)
-          AND NOT w.tick AND $2::integer > 0 AND NOT ${paused}
-        ORDER BY w.due_at, w.member LIMIT $2::integer FOR UPDATE OF w SKIP LOCKED),
-      ticked AS (
-        SELECT w.ctid AS row_id FROM ${s}.actions w
-        WHERE w.topic = $1::text AND w.state = 'waiting' AND w.tick AND w.due_at <= (SELECT now FROM clock) AND $5::integer > 0 AND NOT ${paused}
-        ORDER BY w.due_at, w.member LIMIT $5::integer FOR UPDATE OF w SKIP LOCKED),
-      claimed AS (
-        UPDATE ${s}.actions a SET state = 'running', lease_until = (SELECT now FROM clock) + $3::bigint, claim_id = $4::text, cancel_by_key = false,
-          member = CASE WHEN a.batch AND a.member = a.key THEN a.key || chr(31) || lpad(a.token::text, 20, '0') ELSE a.member END
-        WHERE a.ctid = ANY (ARRAY(SELECT p.row_id FROM picked p UNION ALL SELECT t.row_id FROM ticked t)) AND a.topic = $1::text AND a.state = 'waiting'
-        RETURNING ${ACTION_COLUMNS}),
-      head AS MATERIALIZED (
-        SELECT c.now AS now_ms, (SELECT count(*) FROM revived)::integer AS revived, ${paused} AS paused, (SELECT count(*) FROM done)::integer AS completed,
-          CASE WHEN $2::integer > 0 AND (SELECT count(*) FROM picked) >= $2::integer THEN NULL
-            ELSE least((SELECT min(w.due_at) FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at > c.now),
-                       (SELECT min(r.lease_until) FROM ${s}.actions r WHERE r.topic = $1::text AND r.state = 'running')) END AS next_at,
-          CASE WHEN $2::integer > 0 AND (SELECT count(*) FROM picked) >= $2::integer THEN true
-            ELSE (SELECT count(*) FROM (SELECT 1 FROM ${s}.actions w WHERE w.topic = $1::text AND w.state = 'waiting' AND w.due_at <= c.now AND NOT w.tick
-                    ORDER BY w.due_at, w.member LIMIT $2::integer + 1) d) > (SELECT count(*) FROM picked) END AS more_due,
-          (SELECT min(t.due_at) FROM ${s}.actions t WHERE t.topic = $1::text AND t.state = 'waiting' AND t.tick AND t.due_at > c.now) AS next_tick,
-          (SELECT count(*) FROM (SELECT 1 FROM ${s}.actions t WHERE t.topic = $1::text AND t.state = 'waiting' AND t.tick AND t.due_at <= c.now
-             ORDER BY t.due_at, t.member LIMIT $5::integer + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks
-        FROM clock c)
-      SELECT h.*, k.* FROM head h LEFT JOIN claimed k ON true`,
-    // A claim whose reply was lost, asked again: what it took and still holds, leases renewed, same attempt.
-    recover: `UPDATE ${s}.actions a SET lease_until = ${s}.clock_ms(false) + $3::bigint
-      WHERE a.topic = $1::text AND a.claim_id = $2::text AND a.state = 'running'
-      RETURNING ${ACTION_COLUMNS}, ${s}.clock_ms(false) AS now_ms`,
+    claim: `SELECT * FROM ${s}.claim($1::text, $2::integer, $3::bigint, $4::text, $5::integer, $6::bigint, $7::text[], $8::bigint[], $9::text[])`,
+    // ---- end the claim ----
+    // Claims whose reply was lost ($2, their ids), asked again: their leases renewed, the actions they took that still
+    // hold their token handed back, same attempt.
+    recover: `WITH renewed AS (
+        UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + $3::bigint WHERE r.topic = $1::text AND r.claim_id = ANY ($2::text[])
+        RETURNING r.claim_id, r.members, r.tokens)
+      SELECT n.claim_id, ${CLAIMED_COLUMNS}, ${s}.clock_ms(false) AS now_ms
+      FROM renewed n, unnest(n.members, n.tokens) AS u(member, token), ${s}.actions a
+      WHERE a.topic = $1::text AND a.member = u.member AND a.token = u.token`,
+    // Runs rows of this consumer's claims that are over ($2: every outcome recorded).
+    finish: `DELETE FROM ${s}.runs r WHERE r.topic = $1::text AND r.claim_id = ANY ($2::text[])`,
     complete: `DELETE FROM ${s}.actions a USING unnest($2::text[], $3::bigint[]) AS r(member, token)
       WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token`,
-    retry: `UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1,
-        due_at = ${s}.clock_ms(false) + $4::bigint, lease_until = NULL, claim_id = NULL
+    retry: `UPDATE ${s}.actions a SET token = nextval('${s}.tokens'), attempt = a.attempt + 1, due_at = ${s}.clock_ms(false) + $4::bigint
       WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
       RETURNING a.due_at`,
     bury: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
@@ -196,19 +140,21 @@ export function postgresStatements(schema: string): PostgresStatements {
         due_at = excluded.due_at, attempts = excluded.attempts, error = excluded.error, died_at = excluded.died_at
       RETURNING 1`,
     // ---- lease renewal, reporting runs whose arming is gone ----
-    // $1 topic, $2 lease ms, $3 members, $4 tokens. Returns the members not renewed: their row is gone or holds another
-    // token (cancelled, re-armed, finished by this instance meanwhile); the consumer tells the runs still going.
+    // $1 topic, $2 lease ms, $3 the claims whose runs are not over, $4 members, $5 tokens of the runs going on. Returns
+    // the members whose row is gone or holds another token (cancelled, re-armed, taken back after the lease ran out);
+    // the consumer tells those runs.
     extend: `WITH renewed AS (
-        UPDATE ${s}.actions a SET lease_until = ${s}.clock_ms(false) + $2::bigint FROM unnest($3::text[], $4::bigint[]) AS r(member, token)
-        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token AND a.state = 'running'
-        RETURNING a.member)
-      SELECT r.member FROM unnest($3::text[]) AS r(member) WHERE NOT EXISTS (SELECT 1 FROM renewed n WHERE n.member = r.member)`,
+        UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + $2::bigint WHERE r.topic = $1::text AND r.claim_id = ANY ($3::text[])
+        RETURNING 1)
+      SELECT r.member FROM unnest($4::text[], $5::bigint[]) AS r(member, token)
+      WHERE NOT EXISTS (SELECT 1 FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token)`,
     // ---- end lease renewal ----
-    // At shutdown: runs still going are handed back, due at once, same attempt, under a new token; every instance is told.
+    // At shutdown: runs still going are handed back, same attempt, under a new token (not running: their runs rows
+    // name the old one, and go when their lease runs out); every instance is told.
     release: `WITH back AS (
-        UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), lease_until = NULL, claim_id = NULL
+        UPDATE ${s}.actions a SET token = nextval('${s}.tokens')
         FROM unnest($2::text[], $3::bigint[]) AS r(member, token)
-        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token AND a.state = 'running'
+        WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token
         RETURNING a.due_at),
       woke AS (SELECT pg_notify('${s}', $1::text || ' ' || ${s}.clock_ms(false)) FROM (SELECT 1 FROM back LIMIT 1) b)
       SELECT (SELECT count(*) FROM back)::integer AS released, (SELECT count(*) FROM woke)::integer AS woke`,
@@ -219,19 +165,21 @@ export function postgresStatements(schema: string): PostgresStatements {
       SELECT (SELECT count(*) FROM gone)::integer AS resumed, (SELECT count(*) FROM woke)::integer AS woke`,
     isPaused: `SELECT ${paused} AS paused`,
     runNow: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
-      found AS (SELECT a.due_at FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND a.state = 'waiting'),
+      found AS (SELECT a.due_at FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND NOT ${s}.is_running($1::text, a.token)),
       moved AS (UPDATE ${s}.actions a SET due_at = c.now FROM clock c
-        WHERE a.topic = $1::text AND a.member = $2::text AND a.state = 'waiting' AND a.due_at > c.now RETURNING a.due_at),
+        WHERE a.topic = $1::text AND a.member = $2::text AND NOT ${s}.is_running($1::text, a.token) AND a.due_at > c.now RETURNING a.due_at),
       woke AS (SELECT pg_notify('${s}', $1::text || ' ' || m.due_at) FROM moved m)
       SELECT EXISTS (SELECT 1 FROM found) AS found, (SELECT count(*) FROM woke)::integer AS woke`,
     topics: `WITH t AS (SELECT topic FROM ${s}.actions UNION SELECT topic FROM ${s}.dead UNION SELECT topic FROM ${s}.paused_topics),
-      a AS (SELECT topic, count(*) FILTER (WHERE state = 'waiting')::integer AS waiting, count(*) FILTER (WHERE state = 'running')::integer AS running
-            FROM ${s}.actions GROUP BY topic),
+      r AS (SELECT a.topic, count(*)::integer AS running FROM ${s}.runs n, unnest(n.members, n.tokens) AS u(member, token), ${s}.actions a
+            WHERE a.topic = n.topic AND a.member = u.member AND a.token = u.token GROUP BY a.topic),
+      a AS (SELECT c.topic, (c.total - coalesce(r.running, 0))::integer AS waiting, coalesce(r.running, 0) AS running
+            FROM (SELECT topic, count(*) AS total FROM ${s}.actions GROUP BY topic) c LEFT JOIN r USING (topic)),
       d AS (SELECT topic, count(*)::integer AS dead FROM ${s}.dead GROUP BY topic)
       SELECT t.topic, coalesce(a.waiting, 0) AS waiting, coalesce(a.running, 0) AS running, coalesce(d.dead, 0) AS dead, p.topic IS NOT NULL AS paused
       FROM t LEFT JOIN a USING (topic) LEFT JOIN d USING (topic) LEFT JOIN ${s}.paused_topics p USING (topic) ORDER BY t.topic`,
     topicHealth: `SELECT t.topic, ${s}.clock_ms(false) AS now_ms,
-        (SELECT min(w.due_at) FROM ${s}.actions w WHERE w.topic = t.topic AND w.state = 'waiting') AS earliest,
+        ${s}.earliest_waiting(t.topic) AS earliest,
         EXISTS (SELECT 1 FROM ${s}.paused_topics p WHERE p.topic = t.topic) AS paused
       FROM unnest($1::text[]) AS t(topic)`,
     now: `SELECT ${s}.clock_ms(false) AS now_ms`,
@@ -253,8 +201,7 @@ export function postgresStatements(schema: string): PostgresStatements {
       SELECT count(*)::integer AS completed FROM gone`,
     // retryOccurrence: $1 topic, $2 member, $3 token, $4 backoff ms, $5 start time.
     retryOccurrence: `WITH moved AS (
-        UPDATE ${s}.actions a SET state = 'waiting', token = nextval('${s}.tokens'), attempt = a.attempt + 1,
-          due_at = ${s}.clock_ms(false) + $4::bigint, lease_until = NULL, claim_id = NULL
+        UPDATE ${s}.actions a SET token = nextval('${s}.tokens'), attempt = a.attempt + 1, due_at = ${s}.clock_ms(false) + $4::bigint
         WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
         RETURNING a.member, a.due_at, a.attempt - 1 AS attempt, $5::bigint AS started, 1 AS n),
       ${recordSeriesRuns(s, 'moved', 'retrying')}

@@ -8,6 +8,7 @@ import { describeError } from '../../utils/describe-error';
 import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
 import { PostgresConnection, Row } from './postgres-connection';
+import { PostgresClaimLedger } from './postgres-claim-ledger';
 import { AckBatch, PendingAcks } from './postgres-pending-acks';
 import { int, toDelivery } from './postgres-rows';
 import { PostgresStatements } from './postgres-statements';
@@ -17,9 +18,22 @@ const TICKS_PER_CLAIM = 64;
 /** A drain's claims start their scan where the last one ended, but one claim at least this often starts at the topic's first row. */
 const FULL_SCAN_EVERY_MS = 1_000;
 
+/** The claim's first row describes it (its head); the others are the actions it took. */
+function headOf(rows: readonly Row[]): Row {
+  const head = rows[0];
+  if (head?.now_ms === null || head?.now_ms === undefined) throw new DriverUnavailableError('the claim returned no head row');
+  return head;
+}
+
 /** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
+}
+
+/** A run going on here: its action's member (key, or a closed batch's id) and the claim that took it. */
+interface RunRef {
+  readonly member: string;
+  readonly claimId: string;
 }
 
 export interface PostgresConsumerSettings {
@@ -40,15 +54,19 @@ export interface PostgresConsumerSettings {
  * that moment is not missed.
  *
  * Outcomes name the run's token: a run whose action was re-armed, moved or
- * cancelled meanwhile changes nothing. A claim whose reply was lost is
- * asked again under the same id and hands back what it took, same attempt.
+ * cancelled meanwhile changes nothing. A claim holds one lease for what it
+ * took (its runs row); once every run of a claim is over, the row is deleted.
+ * A claim whose reply was lost is asked again under its id and hands back
+ * what it took, same attempt.
  */
 export class PostgresTopicConsumer {
   private readonly logger = new Logger(PostgresTopicConsumer.name);
-  /** Runs going on here → their member (key, or a closed batch's id). */
-  readonly running = new Map<Delivery, string>();
-  /** Runs whose handler is done but whose outcome is not recorded yet: their leases are still renewed. */
-  private readonly settling = new Map<Delivery, string>();
+  /** Runs going on here. */
+  readonly running = new Map<Delivery, RunRef>();
+  /** Runs whose handler is done but whose outcome is not recorded yet: their claims' leases are still renewed. */
+  private readonly settling = new Map<Delivery, RunRef>();
+  private readonly claims = new PostgresClaimLedger();
+  private finishQueued = false;
   private used = 0;
   private readonly timer: ClaimTimer;
   private claiming = false;
@@ -62,8 +80,8 @@ export class PostgresTopicConsumer {
   private claimQueued = false;
   /** Completed runs not yet recorded: the next claim carries them, or a statement of their own at the end of this turn. */
   private acks = new PendingAcks();
-  /** Kept when a claim's reply did not arrive (the statement may have committed): the next claim asks for what it took. */
-  private claimId: string | undefined;
+  /** Claims whose reply did not arrive (the statement may have committed): the next claim asks for what they took. */
+  private lostClaims: string[] = [];
   /** Due time of the last row a full claim took: where the next claim of the drain starts its scan (see the claim statement). */
   private resumeAt: number | null = null;
   private lastFullScanAt = 0;
@@ -95,7 +113,7 @@ export class PostgresTopicConsumer {
   }
 
   get holdsLeases(): boolean {
-    return this.running.size > 0 || this.settling.size > 0;
+    return this.claims.holdsLeases;
   }
 
   /** Something is due at `at` (database ms): make sure we look by then. */
@@ -119,22 +137,14 @@ export class PostgresTopicConsumer {
     if (!this.claiming) this.flushAcksLeft();
   }
 
-  /** Members and tokens whose leases are renewed: runs going on, and runs whose outcome is being recorded. */
-  leases(): { members: string[]; tokens: string[] } {
-    const members: string[] = [];
-    const tokens: string[] = [];
-    for (const runs of [this.running, this.settling]) {
-      for (const [delivery, member] of runs) {
-        members.push(member);
-        tokens.push(delivery.token);
-      }
-    }
-    return { members, tokens };
+  /** The claims whose leases are renewed (runs going on, or outcomes being recorded), and the runs going on, whose arming is checked. */
+  leases(): { claimIds: string[]; members: string[]; tokens: string[] } {
+    return { claimIds: this.claims.leased, ...this.runningLeases() };
   }
 
   /** Runs still going (handed back at a shutdown that timed out). */
   runningLeases(): { members: string[]; tokens: string[] } {
-    return { members: [...this.running.values()], tokens: [...this.running.keys()].map((delivery) => delivery.token) };
+    return { members: [...this.running.values()].map((run) => run.member), tokens: [...this.running.keys()].map((delivery) => delivery.token) };
   }
 
   // ---- runs whose arming is gone ----
@@ -148,7 +158,7 @@ export class PostgresTopicConsumer {
     const { consumer } = this;
     if (members.length === 0 || !consumer.revoke) return;
     const gone = new Set(members);
-    for (const [delivery, member] of this.running) if (gone.has(member)) consumer.revoke(delivery.topic, delivery.key, delivery.token);
+    for (const [delivery, run] of this.running) if (gone.has(run.member)) consumer.revoke(delivery.topic, delivery.key, delivery.token);
   }
   // ---- end runs whose arming is gone ----
 
@@ -174,27 +184,41 @@ export class PostgresTopicConsumer {
     this.inFlight.enter();
     let recovered: Row[] = [];
     let carried: AckBatch | undefined;
+    let finished: string[] = [];
     let rows: Row[];
     let sentAt = 0;
+    const claimId = randomBytes(8).toString('base64url');
     try {
-      if (this.claimId !== undefined) recovered = await this.connection.query(this.sql.recover, [topic, this.claimId, leaseMs]);
-      const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
+      if (this.lostClaims.length > 0) recovered = await this.connection.query(this.sql.recover, [topic, this.lostClaims, leaseMs]);
+      this.lostClaims.push(claimId);
       sentAt = Date.now();
       const recoveredSlots = recovered.filter((row) => row.tick !== true).length;
       const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
       this.scanFromStart = false;
       if (resumeAt === null) this.lastFullScanAt = sentAt;
       carried = this.acks.takeForClaim();
-      rows = await this.connection.queryPrepared(this.sql.claim, [topic, Math.max(0, limit - recoveredSlots), leaseMs, claimId, TICKS_PER_CLAIM, resumeAt, carried.members, carried.tokens]);
+      finished = this.claims.takeFinished();
+      rows = await this.connection.queryPrepared(this.sql.claim, [
+        topic,
+        Math.max(0, limit - recoveredSlots),
+        leaseMs,
+        claimId,
+        TICKS_PER_CLAIM,
+        resumeAt,
+        carried.members,
+        carried.tokens,
+        finished,
+      ]);
       this.failures = 0;
-      this.claimId = undefined;
-      this.settleCarried(carried, rows[0]);
+      this.lostClaims = [];
+      this.settleCarried(carried, headOf(rows));
     } catch (error) {
       // Completions the claim carried are recorded on their own (deleting by token again is harmless if it did commit).
       if (carried) void this.flushAcks(carried);
       this.flushAcksLeft();
-      // The server refused the statement itself: asking the same claim again would not help.
-      if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
+      this.claims.putBack(finished);
+      // The server refused the statement itself: it took nothing, and asking for it again would not help.
+      if (!(error instanceof DriverUnavailableError) && this.lostClaims.at(-1) === claimId) this.lostClaims.pop();
       // A wake this claim consumed is not lost with it.
       this.scanFromStart = true;
       this.used -= limit;
@@ -204,7 +228,7 @@ export class PostgresTopicConsumer {
       return;
     }
     this.claiming = false;
-    const head = rows[0];
+    const head = headOf(rows);
     const now = int(head.now_ms);
     // The database read its clock when the statement started, just after it was sent: measured against the
     // time of sending, the offset is not cut short by the statement's own run and commit (which would arm every
@@ -212,7 +236,10 @@ export class PostgresTopicConsumer {
     // nothing due and is armed again.
     this.clockSkew.value = now - sentAt;
     const claimed = rows.filter((row) => row.member !== null);
+    for (const row of recovered) row.claim_id = String(row.claim_id);
+    for (const row of claimed) row.claim_id = claimId;
     const taken = [...recovered, ...claimed];
+    for (const row of taken) this.claims.opened(String(row.claim_id), 1);
     // Rows come back in no particular order: the resume point is the latest due time among them. Ticks are
     // claimed apart (never from the resume point), so only the slotted rows count.
     const claimedSlotted = claimed.filter((row) => row.tick !== true);
@@ -229,8 +256,11 @@ export class PostgresTopicConsumer {
     this.used -= limit - slotted;
     this.runTaken(taken, now);
     if (!this.stopped && this.planNext(head, now, limit, slotted, ticks)) this.queueClaim();
-    // Completions that waited for this claim and have no claim to ride on next.
-    else this.flushAcksLeft();
+    else {
+      // Completions that waited for this claim and have no claim to ride on next; the same for finished claims.
+      this.flushAcksLeft();
+      this.finishLeft();
+    }
   }
 
   /**
@@ -276,6 +306,8 @@ export class PostgresTopicConsumer {
         } catch (error) {
           this.logger.error(`Cannot run "${this.settings.topic}" / "${String(row.key)}": ${describeError(error)}`);
           if (!tick) this.freeSlot();
+          // Its claim's row keeps naming it: once the lease runs out, a claim takes it back as the next attempt.
+          this.runOver(String(row.claim_id), false);
         }
       }
     } finally {
@@ -305,22 +337,25 @@ export class PostgresTopicConsumer {
 
   private run(row: Row, now: number, tick: boolean): void {
     const delivery = toDelivery(this.settings.topic, row, now);
-    const member = String(row.member);
-    this.running.set(delivery, member);
+    const run: RunRef = { member: String(row.member), claimId: String(row.claim_id) };
+    this.running.set(delivery, run);
     this.inFlight.enter();
     runDelivery(this.consumer, delivery, (outcome) => {
-      let recorded: Promise<void>;
+      let recorded: Promise<boolean>;
       try {
         this.running.delete(delivery);
-        this.settling.set(delivery, member);
+        this.settling.set(delivery, run);
         if (!tick) this.freeSlot();
-        recorded = this.settle(delivery, member, outcome);
+        recorded = this.settle(delivery, run.member, outcome);
       } catch (error) {
         // The run is over even so: it must not hold drain or renew its lease for ever. The dispatcher logs the error.
-        this.doneWith(delivery);
+        this.doneWith(delivery, run, false);
         throw error;
       }
-      void recorded.finally(() => this.doneWith(delivery));
+      void recorded.then(
+        (ok) => this.doneWith(delivery, run, ok),
+        () => this.doneWith(delivery, run, false),
+      );
     });
   }
 
@@ -332,12 +367,37 @@ export class PostgresTopicConsumer {
     }
   }
 
-  private doneWith(delivery: Delivery): void {
+  private doneWith(delivery: Delivery, run: RunRef, recorded: boolean): void {
     this.settling.delete(delivery);
+    this.runOver(run.claimId, recorded);
     this.inFlight.leave();
   }
 
-  private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
+  // ---- claims whose runs are over ----
+  /** One run of a claim is over; a claim whose runs are all over has its runs row deleted, by the next claim or else at the end of this turn. */
+  private runOver(claimId: string, recorded: boolean): void {
+    this.claims.runOver(claimId, recorded);
+    if (!this.claims.hasFinished || this.finishQueued) return;
+    this.finishQueued = true;
+    setImmediate(() => {
+      this.finishQueued = false;
+      // A claim on its way or queued takes them (or finishLeft does, when it returns with no claim to follow).
+      if (!this.claiming && !this.claimQueued) this.finishLeft();
+    });
+  }
+
+  /** Deletes the runs rows of the finished claims with a statement of its own. If it fails, they stay until their lease runs out, which the next claim then cleans up. */
+  private finishLeft(): void {
+    const finished = this.claims.takeFinished();
+    if (finished.length === 0) return;
+    void this.connection.queryPrepared(this.sql.finish, [this.settings.topic, finished]).catch((error: unknown) => {
+      this.logger.debug(`Could not delete the runs rows of ${finished.length} finished claim(s) of "${this.settings.topic}" (their leases will run out): ${describeError(error)}`);
+    });
+  }
+  // ---- end claims whose runs are over ----
+
+  /** Records a run's outcome: true once recorded, false if it could not be (its lease then brings the run back). */
+  private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<boolean> {
     const { topic } = this.settings;
     const what = `"${topic}" / "${delivery.key}"`;
     // An occurrence of a recurring schedule: the outcome statement also records it as the schedule's last run.
@@ -360,7 +420,7 @@ export class PostgresTopicConsumer {
    * ended while the one before it was on its way), or else by one statement
    * of their own at the end of the turn.
    */
-  private ack(member: string, token: string, startedAt: number | null): Promise<void> {
+  private ack(member: string, token: string, startedAt: number | null): Promise<boolean> {
     const batch = this.acks.add(member, token, startedAt);
     if (!this.acks.flushQueued) {
       this.acks.flushQueued = true;
@@ -397,23 +457,22 @@ export class PostgresTopicConsumer {
     const { topic } = this.settings;
     const params = [topic, batch.members, batch.tokens];
     const what = `${batch.members.length} completed run(s) of "${topic}"`;
-    if (batch.startedAt.every((startedAt) => startedAt === null)) await this.record(this.sql.complete, params, what);
-    else await this.record(this.sql.completeOccurrences, [...params, batch.startedAt], what);
-    batch.recorded();
+    if (batch.startedAt.every((startedAt) => startedAt === null)) batch.recorded(await this.record(this.sql.complete, params, what));
+    else batch.recorded(await this.record(this.sql.completeOccurrences, [...params, batch.startedAt], what));
   }
 
-  /** Runs an outcome statement, retrying while the database is away; if it never comes back, the lease expires and the run is redone. */
-  private async record(sql: string, params: unknown[], what: string, then?: (rows: Row[]) => void): Promise<void> {
+  /** Runs an outcome statement, retrying while the database is away: true once it ran; false if it never could, and the run's lease then expires and it is redone. */
+  private async record(sql: string, params: unknown[], what: string, then?: (rows: Row[]) => void): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       try {
         const rows = await this.connection.queryPrepared(sql, params);
         then?.(rows);
-        return;
+        return true;
       } catch (error) {
         // A connection closed at shutdown never comes back: retrying would only keep the process alive.
         if (!(error instanceof DriverUnavailableError) || attempt >= 50 || this.connection.isClosed) {
           this.logger.error(`Could not record the outcome of ${what}: ${describeError(error)}; it will run again when its lease expires`);
-          return;
+          return false;
         }
         await new Promise((resolve) => setTimeout(resolve, retryDelay(attempt)));
       }

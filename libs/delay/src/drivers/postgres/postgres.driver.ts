@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
 import { InvalidKeyError } from '../../errors/invalid-key.error';
 import {
@@ -107,6 +108,7 @@ export class PostgresDriver implements DelayDriver {
     try {
       if (this.migrateAtStart) await schema.migrate();
       else await schema.check();
+      await this.checkIsolation();
     } catch (error) {
       await this.connection.close();
       throw error;
@@ -505,6 +507,19 @@ export class PostgresDriver implements DelayDriver {
     return new DueTimeOutOfRangeError(dueAt, `beyond the driver's horizon of ${this.horizonMs} ms from now`);
   }
 
+  /**
+   * The claim counts on READ COMMITTED (a statement's snapshot taken after the topic's claims have taken turns); a
+   * connection whose role or database defaults to another level would have every claim refused.
+   */
+  private async checkIsolation(): Promise<void> {
+    const [row] = await this.connection.query("SELECT current_setting('transaction_isolation') AS level");
+    if (row?.level !== 'read committed') {
+      throw new DriverUnavailableError(
+        `the driver's connections run under ${String(row?.level)} by default; it needs READ COMMITTED: set default_transaction_isolation to 'read committed' for the role or database it connects as (ALTER ROLE ... SET default_transaction_isolation = 'read committed')`,
+      );
+    }
+  }
+
   /** Every consumer looks now: at start, and after the LISTEN connection came back. */
   private readonly lookAgain = (): void => {
     for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
@@ -519,9 +534,9 @@ export class PostgresDriver implements DelayDriver {
         [...this.consumers.values()]
           .filter((topicConsumer) => topicConsumer.holdsLeases)
           .map((topicConsumer) => {
-            const { members, tokens } = topicConsumer.leases();
+            const { claimIds, members, tokens } = topicConsumer.leases();
             return this.connection
-              .queryPrepared(this.sql.extend, [topicConsumer.topic, this.leaseMs, members, tokens])
+              .queryPrepared(this.sql.extend, [topicConsumer.topic, this.leaseMs, claimIds, members, tokens])
               .then((lost) => topicConsumer.revoke(lost.map((row) => String(row.member))))
               .catch((error: unknown) => {
                 this.logger.warn(`Could not renew leases: ${describeError(error)}`);
