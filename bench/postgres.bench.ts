@@ -743,9 +743,21 @@ async function explainAlongDrain(bench: Bench, claim: string): Promise<string[]>
     let taken: Array<Record<string, unknown>> = [];
     const startedAt = performance.now();
     for (let n = 0; n <= claims; n++) {
-      // The claim's parameters: topic, limit, lease, claim id, ticks besides the limit (none here), resume point (none),
-      // the completions of what the last claim took, and that claim, over.
-      const args = [NAME, SETTINGS.claimBatch, 30_000, `explain-${n}`, 0, null, taken.map((row) => row.member), taken.map((row) => row.token), n > 0 ? [`explain-${n - 1}`] : []];
+      // The claim's parameters: topic, limit, lease, claim id, ticks besides the limit (none here), resume point (where
+      // the last claim ended, as a consumer sends it), the completions of what the last claim took, and that claim, over.
+      const last = taken.at(-1);
+      const args = [
+        NAME,
+        SETTINGS.claimBatch,
+        30_000,
+        `explain-${n}`,
+        0,
+        last?.due_at ?? null,
+        last?.member ?? null,
+        taken.map((row) => row.member),
+        taken.map((row) => row.token),
+        n > 0 ? [`explain-${n - 1}`] : [],
+      ];
       const explain = explainAt.has(n);
       if (explain) {
         await client.query(

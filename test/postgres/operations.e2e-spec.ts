@@ -252,9 +252,10 @@ describe('postgres: operations and migrations', () => {
       expect(claims).toBeGreaterThanOrEqual(50);
       expect(completions).toBeLessThanOrEqual(10);
       // A claim writes nothing to the rows it takes: the drain changed none of them (the trigger counts), only deleted
-      // them. Its runs rows are all deleted once their runs are over.
+      // them. Its runs rows are all deleted once their runs are over (the last ones by the next claim, at the latest
+      // the safety re-check, wakeCheck: 10 s by default).
       expect(await server.admin(`SELECT op, count(*)::integer AS n FROM ${schema}.test_changes GROUP BY op`, [], true)).toEqual([{ op: 'DELETE', n: 200 }]);
-      await pollUntil(async () => Number((await server.admin(`SELECT count(*) AS n FROM ${schema}.runs`, [], true))[0].n) === 0, 'the runs rows to go', 5_000);
+      await pollUntil(async () => Number((await server.admin(`SELECT count(*) AS n FROM ${schema}.runs`, [], true))[0].n) === 0, 'the runs rows to go', 15_000);
     } finally {
       await driver.drain(1_000);
       await driver.close();
@@ -276,7 +277,7 @@ describe('postgres: operations and migrations', () => {
     const client = new Client(repeatable);
     await client.connect();
     try {
-      const claim = client.query(postgresStatements(schema).claim, [TOPIC, 1, 1_000, 'rr', 0, null, [], [], []]);
+      const claim = client.query(postgresStatements(schema).claim, [TOPIC, 1, 1_000, 'rr', 0, null, null, [], [], []]);
       await expect(claim).rejects.toMatchObject({ code: 'NDIS1' });
     } finally {
       await client.end();
@@ -287,7 +288,7 @@ describe('postgres: operations and migrations', () => {
     await expect(new PostgresDriver({ type: 'postgres', connectionString: url.href, schema }).connect()).rejects.toThrow(/run under serializable by default; it needs READ COMMITTED/);
   });
 
-  it('claims of one topic take turns: a claim waits for the one before it to commit, then takes none of what that one took', async () => {
+  it('claims of one topic take turns: a claim waits for the one before it to commit, then takes none of what that one took, and its lease starts after its turn', async () => {
     const schema = fresh();
     const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
     await driver.connect();
@@ -303,7 +304,7 @@ describe('postgres: operations and migrations', () => {
     await first.connect();
     await second.connect();
     try {
-      const args = (claimId: string): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, [], [], []];
+      const args = (claimId: string): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, null, [], [], []];
       // The first claim runs in a transaction left open: it has taken its rows, and has not committed.
       await first.query('BEGIN');
       const firstTook = (await first.query(sql.claim, args('first'))).rows.filter((row) => row.member !== null).map((row) => String(row.member));
@@ -316,9 +317,13 @@ describe('postgres: operations and migrations', () => {
         'the second claim to wait for its turn',
         5_000,
       );
+      const beforeCommit = Number((await first.query(`SELECT ${schema}.clock_ms(false) AS now`)).rows[0].now);
       await first.query('COMMIT');
       const secondTook = (await secondClaim).rows.filter((row) => row.member !== null).map((row) => String(row.member));
       expect(secondTook).toEqual(['t3', 't4']);
+      // Its lease runs from its turn, not from when it was sent: however long it waited, it holds a whole lease.
+      const [record] = await server.admin(`SELECT lease_until FROM ${schema}.runs WHERE claim_id = 'second'`, [], true);
+      expect(Number(record.lease_until)).toBeGreaterThanOrEqual(beforeCommit + 60_000);
     } finally {
       await first.end();
       await second.end();
@@ -341,9 +346,9 @@ describe('postgres: operations and migrations', () => {
     await claimer.connect();
     await holder.connect();
     try {
-      // Parameters: topic, limit, lease ms, claim id, ticks, resume point, carried members, carried tokens, finished claims.
+      // Parameters: topic, limit, lease ms, claim id, ticks, resume point (due time, member), carried members, carried tokens, finished claims.
       const claim = async (limit: number, claimId: string, carried: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> =>
-        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, carried.map((row) => row.member), carried.map((row) => row.token), []])).rows;
+        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, null, carried.map((row) => row.member), carried.map((row) => row.token), []])).rows;
       const taken = [
         ...(await claim(1, 'first', [])).filter((row) => row.member !== null),
         ...(await claim(2, 'second', [])).filter((row) => row.member !== null),

@@ -104,9 +104,10 @@ CREATE TABLE __schema__.runs (
   members text[] COLLATE "C" NOT NULL,
   tokens bigint[] NOT NULL,
   PRIMARY KEY (topic, claim_id)
-);
--- Expired leases (a crashed instance's runs) and the next lease to expire.
-CREATE INDEX runs_leases ON __schema__.runs (topic, lease_until);
+) WITH (fillfactor = 50);
+-- No index on lease_until: a renewal then rewrites the row in its page (a HOT
+-- update) without new index entries, and the rows of a topic are few (one per
+-- claim whose runs are not over), read through the primary key.
 
 -- Whether the arming with this token is running.
 CREATE FUNCTION __schema__.is_running(p_topic text, p_token bigint) RETURNS boolean LANGUAGE sql STABLE AS $fn$
@@ -588,7 +589,7 @@ $fn$;
 --    function takes its snapshot after the lock (READ COMMITTED: refused under
 --    another isolation level, which would keep the first snapshot).
 -- 5. Up to p_limit due actions that are not running, earliest first (from
---    p_resume on, see the claim statement), and up to p_ticks due recurring
+--    past p_resume, see the claim statement), and up to p_ticks due recurring
 --    ticks besides them, are locked, skipping rows another transaction holds
 --    (a cancel or re-arm committed meanwhile is seen in the row's newest
 --    version), and recorded in one runs row under the claim's lease. An open
@@ -601,7 +602,7 @@ $fn$;
 -- actions were left (true when full); next_tick and more_ticks the same for
 -- ticks.
 CREATE FUNCTION __schema__.claim(
-  p_topic text, p_limit integer, p_lease bigint, p_claim_id text, p_ticks integer, p_resume bigint,
+  p_topic text, p_limit integer, p_lease bigint, p_claim_id text, p_ticks integer, p_resume bigint, p_resume_member text,
   p_done_members text[], p_done_tokens bigint[], p_finished text[]
 ) RETURNS TABLE (
   now_ms bigint, revived integer, paused boolean, completed integer, finished integer, next_at bigint, more_due boolean,
@@ -616,6 +617,7 @@ DECLARE
   v_revived integer := 0;
   v_paused boolean;
   v_lock_timeout text := current_setting('lock_timeout');
+  v_expired text[];
 BEGIN
   IF current_setting('transaction_isolation') <> 'read committed' THEN
     RAISE EXCEPTION 'nestjs-delay: a claim must run under READ COMMITTED, this connection runs under %', current_setting('transaction_isolation')
@@ -641,28 +643,39 @@ BEGIN
     SELECT count(*) INTO v_finished FROM over;
   END IF;
   IF EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now) THEN
+    -- The expired runs rows are locked first: a renewal or a recovery of the same claim racing this one waits, then
+    -- finds the lease expired (both renew only a lease still running) and renews nothing.
+    SELECT coalesce(array_agg(e.claim_id), '{}') INTO v_expired FROM (
+      SELECT r.claim_id FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now
+      ORDER BY r.lease_until LIMIT 100 FOR UPDATE SKIP LOCKED) e;
     WITH back AS (
       UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = a.attempt + 1
       WHERE a.ctid = ANY (ARRAY(
           SELECT x.ctid FROM __schema__.runs r, unnest(r.members, r.tokens) AS u(member, token), __schema__.actions x
-          WHERE r.topic = p_topic AND r.lease_until <= v_now AND x.topic = p_topic AND x.member = u.member AND x.token = u.token
+          WHERE r.topic = p_topic AND r.claim_id = ANY (v_expired) AND x.topic = p_topic AND x.member = u.member AND x.token = u.token
             AND NOT (u.token = ANY (p_done_tokens))
           FOR UPDATE OF x SKIP LOCKED))
         AND a.topic = p_topic
       RETURNING 1)
     SELECT count(*) INTO v_revived FROM back;
-    DELETE FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now
+    DELETE FROM __schema__.runs r WHERE r.topic = p_topic AND r.claim_id = ANY (v_expired)
       AND NOT EXISTS (SELECT 1 FROM unnest(r.members, r.tokens) AS u(member, token)
                       JOIN __schema__.actions a ON a.topic = p_topic AND a.member = u.member AND a.token = u.token);
   END IF;
+  -- The turn: waited for at most half a lease (then this claim fails, and its consumer tries again later).
+  PERFORM set_config('lock_timeout', (p_lease / 2)::text || 'ms', true);
   PERFORM pg_advisory_xact_lock(1852075107, hashtext('__schema__ ' || p_topic));
+  PERFORM set_config('lock_timeout', v_lock_timeout, true);
+  -- Read again after the turn: the lease runs from here, however long the turn took.
+  v_now := __schema__.clock_ms(false);
   v_paused := EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic);
   RETURN QUERY
   WITH running AS MATERIALIZED (SELECT unnest(r.tokens) AS token FROM __schema__.runs r WHERE r.topic = p_topic),
     picked AS (
       SELECT w.ctid AS row_id, w.member, w.key, w.token, w.attempt, w.due_at, w.payload, w.batch, w.items, w.trace, w.tick
       FROM __schema__.actions w
-      WHERE w.topic = p_topic AND w.due_at <= v_now AND w.due_at >= coalesce(p_resume, -9223372036854775807) AND NOT w.tick
+      WHERE w.topic = p_topic AND w.due_at <= v_now AND NOT w.tick
+        AND (w.due_at, w.member) > (coalesce(p_resume, -9223372036854775808), coalesce(p_resume_member, ''))
         AND p_limit > 0 AND NOT v_paused AND w.token NOT IN (SELECT n.token FROM running n)
       ORDER BY w.due_at, w.member LIMIT p_limit FOR UPDATE OF w SKIP LOCKED),
     ticked AS (

@@ -25,6 +25,18 @@ function headOf(rows: readonly Row[]): Row {
   return head;
 }
 
+/** Orders strings as the database's COLLATE "C" does: by code point (JavaScript's `<` compares UTF-16 units). */
+function compareCodePoints(a: string, b: string): number {
+  for (let i = 0, j = 0; i < a.length && j < b.length; ) {
+    const x = a.codePointAt(i) as number;
+    const y = b.codePointAt(j) as number;
+    if (x !== y) return x - y;
+    i += x > 0xffff ? 2 : 1;
+    j += y > 0xffff ? 2 : 1;
+  }
+  return a.length - b.length;
+}
+
 /** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
@@ -66,7 +78,6 @@ export class PostgresTopicConsumer {
   /** Runs whose handler is done but whose outcome is not recorded yet: their claims' leases are still renewed. */
   private readonly settling = new Map<Delivery, RunRef>();
   private readonly claims = new PostgresClaimLedger();
-  private finishQueued = false;
   private used = 0;
   private readonly timer: ClaimTimer;
   private claiming = false;
@@ -80,10 +91,13 @@ export class PostgresTopicConsumer {
   private claimQueued = false;
   /** Completed runs not yet recorded: the next claim carries them, or a statement of their own at the end of this turn. */
   private acks = new PendingAcks();
-  /** Claims whose reply did not arrive (the statement may have committed): the next claim asks for what they took. */
-  private lostClaims: string[] = [];
-  /** Due time of the last row a full claim took: where the next claim of the drain starts its scan (see the claim statement). */
-  private resumeAt: number | null = null;
+  /**
+   * Claims whose reply did not arrive (the statement may have committed, or may still be waiting for its turn):
+   * each claim asks for what they took, until one hands something back or its lease would have run out (local ms).
+   */
+  private lostClaims: Array<{ id: string; until: number }> = [];
+  /** Due time and member of the last row a full claim took: where the next claim of the drain starts its scan (see the claim statement). */
+  private resumeAt: { dueAt: number; member: string } | null = null;
   private lastFullScanAt = 0;
   /**
    * The next claim scans from the topic's first row: something may be due before the resume point (a wake: a
@@ -134,7 +148,10 @@ export class PostgresTopicConsumer {
     this.stopped = true;
     this.timer.disarm();
     // A claim in flight flushes them when it returns.
-    if (!this.claiming) this.flushAcksLeft();
+    if (!this.claiming) {
+      this.flushAcksLeft();
+      this.finishLeft();
+    }
   }
 
   /** The claims whose leases are renewed (runs going on, or outcomes being recorded), and the runs going on, whose arming is checked. */
@@ -166,6 +183,7 @@ export class PostgresTopicConsumer {
     if (this.stopped) {
       // Completions that waited for a claim are recorded anyway: shutdown waits for them.
       this.flushAcksLeft();
+      this.finishLeft();
       return;
     }
     if (this.claiming) {
@@ -189,8 +207,13 @@ export class PostgresTopicConsumer {
     let sentAt = 0;
     const claimId = randomBytes(8).toString('base64url');
     try {
-      if (this.lostClaims.length > 0) recovered = await this.connection.query(this.sql.recover, [topic, this.lostClaims, leaseMs]);
-      this.lostClaims.push(claimId);
+      this.lostClaims = this.lostClaims.filter((lost) => lost.until > Date.now());
+      if (this.lostClaims.length > 0) {
+        recovered = await this.connection.query(this.sql.recover, [topic, this.lostClaims.map((lost) => lost.id), leaseMs]);
+        const found = new Set(recovered.map((row) => String(row.claim_id)));
+        this.lostClaims = this.lostClaims.filter((lost) => !found.has(lost.id));
+      }
+      this.lostClaims.push({ id: claimId, until: Date.now() + leaseMs });
       sentAt = Date.now();
       const recoveredSlots = recovered.filter((row) => row.tick !== true).length;
       const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
@@ -204,13 +227,14 @@ export class PostgresTopicConsumer {
         leaseMs,
         claimId,
         TICKS_PER_CLAIM,
-        resumeAt,
+        resumeAt?.dueAt ?? null,
+        resumeAt?.member ?? null,
         carried.members,
         carried.tokens,
         finished,
       ]);
       this.failures = 0;
-      this.lostClaims = [];
+      this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
       this.settleCarried(carried, headOf(rows));
     } catch (error) {
       // Completions the claim carried are recorded on their own (deleting by token again is harmless if it did commit).
@@ -218,7 +242,7 @@ export class PostgresTopicConsumer {
       this.flushAcksLeft();
       this.claims.putBack(finished);
       // The server refused the statement itself: it took nothing, and asking for it again would not help.
-      if (!(error instanceof DriverUnavailableError) && this.lostClaims.at(-1) === claimId) this.lostClaims.pop();
+      if (!(error instanceof DriverUnavailableError)) this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
       // A wake this claim consumed is not lost with it.
       this.scanFromStart = true;
       this.used -= limit;
@@ -240,12 +264,15 @@ export class PostgresTopicConsumer {
     for (const row of claimed) row.claim_id = claimId;
     const taken = [...recovered, ...claimed];
     for (const row of taken) this.claims.opened(String(row.claim_id), 1);
-    // Rows come back in no particular order: the resume point is the latest due time among them. Ticks are
-    // claimed apart (never from the resume point), so only the slotted rows count.
+    // Rows come back in no particular order: the resume point is the last of them in claim order (due time, then
+    // member). Ticks are claimed apart (never from the resume point), so only the slotted rows count.
     const claimedSlotted = claimed.filter((row) => row.tick !== true);
     this.resumeAt = null;
     if (claimedSlotted.length > 0 && claimedSlotted.length >= limit - recovered.filter((row) => row.tick !== true).length) {
-      this.resumeAt = Math.max(...claimedSlotted.map((row) => int(row.due_at)));
+      for (const row of claimedSlotted) {
+        const at = { dueAt: int(row.due_at), member: String(row.member) };
+        if (this.resumeAt === null || at.dueAt > this.resumeAt.dueAt || (at.dueAt === this.resumeAt.dueAt && compareCodePoints(at.member, this.resumeAt.member) > 0)) this.resumeAt = at;
+      }
     }
     // Revived runs keep their due time, before the resume point.
     if (int(head.revived) > 0) this.scanFromStart = true;
@@ -256,11 +283,9 @@ export class PostgresTopicConsumer {
     this.used -= limit - slotted;
     this.runTaken(taken, now);
     if (!this.stopped && this.planNext(head, now, limit, slotted, ticks)) this.queueClaim();
-    else {
-      // Completions that waited for this claim and have no claim to ride on next; the same for finished claims.
-      this.flushAcksLeft();
-      this.finishLeft();
-    }
+    // Completions that waited for this claim and have no claim to ride on next. (Finished claims wait for the next
+    // claim, at the latest the safety re-check: a statement of their own would be one more commit per action.)
+    else this.flushAcksLeft();
   }
 
   /**
@@ -306,8 +331,7 @@ export class PostgresTopicConsumer {
         } catch (error) {
           this.logger.error(`Cannot run "${this.settings.topic}" / "${String(row.key)}": ${describeError(error)}`);
           if (!tick) this.freeSlot();
-          // Its claim's row keeps naming it: once the lease runs out, a claim takes it back as the next attempt.
-          this.runOver(String(row.claim_id), false);
+          this.runOver(String(row.claim_id), { member: String(row.member), token: String(row.token) });
         }
       }
     } finally {
@@ -369,24 +393,30 @@ export class PostgresTopicConsumer {
 
   private doneWith(delivery: Delivery, run: RunRef, recorded: boolean): void {
     this.settling.delete(delivery);
-    this.runOver(run.claimId, recorded);
+    this.runOver(run.claimId, recorded ? undefined : { member: run.member, token: delivery.token });
     this.inFlight.leave();
   }
 
   // ---- claims whose runs are over ----
-  /** One run of a claim is over; a claim whose runs are all over has its runs row deleted, by the next claim or else at the end of this turn. */
-  private runOver(claimId: string, recorded: boolean): void {
-    this.claims.runOver(claimId, recorded);
-    if (!this.claims.hasFinished || this.finishQueued) return;
-    this.finishQueued = true;
-    setImmediate(() => {
-      this.finishQueued = false;
-      // A claim on its way or queued takes them (or finishLeft does, when it returns with no claim to follow).
-      if (!this.claiming && !this.claimQueued) this.finishLeft();
-    });
+  /**
+   * One run of a claim is over; a claim whose runs are all over has its runs row deleted by the next claim. A run
+   * whose outcome was not recorded (`unrecorded`) is handed back now as its next attempt, as its lease running out
+   * would (the claim's lease is still renewed for its other runs); if that fails too, it comes back once the claim's
+   * lease runs out.
+   */
+  private runOver(claimId: string, unrecorded?: { member: string; token: string }): void {
+    this.claims.runOver(claimId, unrecorded === undefined);
+    if (unrecorded === undefined) return;
+    const { topic } = this.settings;
+    void this.connection.queryPrepared(this.sql.retry, [topic, unrecorded.member, unrecorded.token, 0]).then(
+      (rows) => {
+        if (rows.length > 0) this.wake(int(rows[0].due_at));
+      },
+      (error: unknown) => this.logger.debug(`Could not hand "${topic}" / "${unrecorded.member}" back (it comes back when its claim's lease runs out): ${describeError(error)}`),
+    );
   }
 
-  /** Deletes the runs rows of the finished claims with a statement of its own. If it fails, they stay until their lease runs out, which the next claim then cleans up. */
+  /** At shutdown: deletes the runs rows of the finished claims. If it fails, they go when their lease runs out (a claim then finds them over). */
   private finishLeft(): void {
     const finished = this.claims.takeFinished();
     if (finished.length === 0) return;
@@ -436,9 +466,9 @@ export class PostgresTopicConsumer {
   }
 
   /**
-   * The claim deleted the completed rows it could lock at once; one that another transaction holds (your
-   * transaction cancelling or replacing that key) is not waited for by the claim. If any was left, the batch goes
-   * with the complete statement, which waits for the lock as any write does (the rows already deleted match nothing).
+   * The claim deleted the completions it carried, unless one of their rows was held by another transaction (your
+   * transaction cancelling or replacing that key): then it deleted none, waiting at most 1 ms, and the batch goes
+   * with the complete statement, which waits for the lock as any write does.
    */
   private settleCarried(carried: AckBatch, head: Row): void {
     if (int(head.completed) >= carried.size) carried.recorded();
