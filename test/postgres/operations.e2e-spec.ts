@@ -277,7 +277,7 @@ describe('postgres: operations and migrations', () => {
     const client = new Client(repeatable);
     await client.connect();
     try {
-      const claim = client.query(postgresStatements(schema).claim, [TOPIC, 1, 1_000, 'rr', 0, null, null, [], [], []]);
+      const claim = client.query(postgresStatements(schema).claim, [TOPIC, 1, 1_000, 'rr', 0, null, null, [], [], [], 1_000]);
       await expect(claim).rejects.toMatchObject({ code: 'NDIS1' });
     } finally {
       await client.end();
@@ -288,7 +288,7 @@ describe('postgres: operations and migrations', () => {
     await expect(new PostgresDriver({ type: 'postgres', connectionString: url.href, schema }).connect()).rejects.toThrow(/run under serializable by default; it needs READ COMMITTED/);
   });
 
-  it('claims of one topic take turns: a claim waits for the one before it to commit, then takes none of what that one took, and its lease starts after its turn', async () => {
+  it('claims of one topic take turns: a claim waits for the one before it to commit (or, past its wait, takes nothing), then takes none of what that one took, and its lease starts after its turn', async () => {
     const schema = fresh();
     const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
     await driver.connect();
@@ -304,11 +304,14 @@ describe('postgres: operations and migrations', () => {
     await first.connect();
     await second.connect();
     try {
-      const args = (claimId: string): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, null, [], [], []];
+      const args = (claimId: string, turnWaitMs = 10_000): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, null, [], [], [], turnWaitMs];
       // The first claim runs in a transaction left open: it has taken its rows, and has not committed.
       await first.query('BEGIN');
       const firstTook = (await first.query(sql.claim, args('first'))).rows.filter((row) => row.member !== null).map((row) => String(row.member));
       expect(firstTook).toEqual(['t1', 't2']);
+      // A claim that cannot have its turn within its wait takes nothing and says so (busy); it is no error.
+      const [busy, ...none] = (await second.query(sql.claim, args('busy', 50))).rows;
+      expect([busy.busy, none.length]).toEqual([true, 0]);
       const secondPid = (await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
       const secondClaim = second.query(sql.claim, args('second'));
       // The second claim waits for its turn (on the advisory lock), not skipping past it.
@@ -346,9 +349,9 @@ describe('postgres: operations and migrations', () => {
     await claimer.connect();
     await holder.connect();
     try {
-      // Parameters: topic, limit, lease ms, claim id, ticks, resume point (due time, member), carried members, carried tokens, finished claims.
+      // Parameters: topic, limit, lease ms, claim id, ticks, resume point (due time, member), carried members, carried tokens, finished claims, turn wait.
       const claim = async (limit: number, claimId: string, carried: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> =>
-        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, null, carried.map((row) => row.member), carried.map((row) => row.token), []])).rows;
+        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, null, carried.map((row) => row.member), carried.map((row) => row.token), [], 1_000])).rows;
       const taken = [
         ...(await claim(1, 'first', [])).filter((row) => row.member !== null),
         ...(await claim(2, 'second', [])).filter((row) => row.member !== null),

@@ -587,7 +587,9 @@ $fn$;
 --    takes, so nothing on them stops a claim whose snapshot was taken before
 --    another claim committed from taking them again; each statement of this
 --    function takes its snapshot after the lock (READ COMMITTED: refused under
---    another isolation level, which would keep the first snapshot).
+--    another isolation level, which would keep the first snapshot). The turn
+--    is waited for at most p_turn_wait ms: then the claim takes nothing and
+--    says busy (steps 1 to 3 stand), and the consumer looks again shortly.
 -- 5. Up to p_limit due actions that are not running, earliest first (from
 --    past p_resume, see the claim statement), and up to p_ticks due recurring
 --    ticks besides them, are locked, skipping rows another transaction holds
@@ -600,18 +602,23 @@ $fn$;
 -- earliest due time after now or lease to expire, to sleep until (null when
 -- the claim is full: the consumer claims again at once); more_due says due
 -- actions were left (true when full); next_tick and more_ticks the same for
--- ticks.
+-- ticks; last_due and last_member the last row picked, in pick order (the
+-- consumer's next resume point). now_ms is the clock when the call started:
+-- what was due then is what it takes (the lease runs from its turn).
 CREATE FUNCTION __schema__.claim(
   p_topic text, p_limit integer, p_lease bigint, p_claim_id text, p_ticks integer, p_resume bigint, p_resume_member text,
-  p_done_members text[], p_done_tokens bigint[], p_finished text[]
+  p_done_members text[], p_done_tokens bigint[], p_finished text[], p_turn_wait bigint
 ) RETURNS TABLE (
   now_ms bigint, revived integer, paused boolean, completed integer, finished integer, next_at bigint, more_due boolean,
-  next_tick bigint, more_ticks boolean,
+  next_tick bigint, more_ticks boolean, busy boolean, last_due bigint, last_member text,
   member text, key text, token bigint, attempt integer, due_at bigint, payload text, batch boolean, items text[], trace text, tick boolean
 ) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
+  -- The clock when the call started: what is due, and what the consumer's clock offset is measured against.
   v_now bigint := __schema__.clock_ms(false);
+  -- Read again after the turn: the lease runs from there, however long the turn took.
+  v_turn bigint;
   v_completed integer := 0;
   v_finished integer := 0;
   v_revived integer := 0;
@@ -643,8 +650,8 @@ BEGIN
     SELECT count(*) INTO v_finished FROM over;
   END IF;
   IF EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now) THEN
-    -- The expired runs rows are locked first: a renewal or a recovery of the same claim racing this one waits, then
-    -- finds the lease expired (both renew only a lease still running) and renews nothing.
+    -- The expired runs rows are locked first. A renewal or a recovery of the same claim renews only a lease still
+    -- running and skips a locked row: whichever locks the row first wins, and the other leaves it.
     SELECT coalesce(array_agg(e.claim_id), '{}') INTO v_expired FROM (
       SELECT r.claim_id FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now
       ORDER BY r.lease_until LIMIT 100 FOR UPDATE SKIP LOCKED) e;
@@ -662,12 +669,18 @@ BEGIN
       AND NOT EXISTS (SELECT 1 FROM unnest(r.members, r.tokens) AS u(member, token)
                       JOIN __schema__.actions a ON a.topic = p_topic AND a.member = u.member AND a.token = u.token);
   END IF;
-  -- The turn: waited for at most half a lease (then this claim fails, and its consumer tries again later).
-  PERFORM set_config('lock_timeout', (p_lease / 2)::text || 'ms', true);
-  PERFORM pg_advisory_xact_lock(1852075107, hashtext('__schema__ ' || p_topic));
-  PERFORM set_config('lock_timeout', v_lock_timeout, true);
-  -- Read again after the turn: the lease runs from here, however long the turn took.
-  v_now := __schema__.clock_ms(false);
+  -- The turn, waited for at most p_turn_wait ms (less than the call's timeout, so the consumer is never left asking
+  -- about a claim still waiting on the server). Not had: this claim takes nothing (busy), and what came before stands.
+  BEGIN
+    PERFORM set_config('lock_timeout', greatest(p_turn_wait, 1)::text || 'ms', true);
+    PERFORM pg_advisory_xact_lock(1852075107, hashtext('__schema__ ' || p_topic));
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+  EXCEPTION WHEN lock_not_available THEN
+    RETURN QUERY SELECT v_now, v_revived, false, v_completed, v_finished, NULL::bigint, true, NULL::bigint, false, true, NULL::bigint, NULL::text,
+      NULL::text, NULL::text, NULL::bigint, NULL::integer, NULL::bigint, NULL::text, NULL::boolean, NULL::text[], NULL::text, NULL::boolean;
+    RETURN;
+  END;
+  v_turn := __schema__.clock_ms(false);
   v_paused := EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic);
   RETURN QUERY
   WITH running AS MATERIALIZED (SELECT unnest(r.tokens) AS token FROM __schema__.runs r WHERE r.topic = p_topic),
@@ -694,7 +707,7 @@ BEGIN
       UNION ALL SELECT * FROM refiled),
     recorded AS (
       INSERT INTO __schema__.runs (topic, claim_id, lease_until, members, tokens)
-      SELECT p_topic, p_claim_id, v_now + p_lease, array_agg(c.member), array_agg(c.token) FROM claimed c HAVING count(*) > 0
+      SELECT p_topic, p_claim_id, v_turn + p_lease, array_agg(c.member), array_agg(c.token) FROM claimed c HAVING count(*) > 0
       RETURNING 1),
     head AS MATERIALIZED (
       SELECT v_now AS now_ms, v_revived AS revived, v_paused AS paused, v_completed AS completed, v_finished AS finished,
@@ -706,12 +719,16 @@ BEGIN
                   AND w.token NOT IN (SELECT n.token FROM running n) ORDER BY w.due_at, w.member LIMIT p_limit + 1) d) > (SELECT count(*) FROM picked) END AS more_due,
         (SELECT min(t.due_at) FROM __schema__.actions t WHERE t.topic = p_topic AND t.tick AND t.due_at > v_now) AS next_tick,
         (SELECT count(*) FROM (SELECT 1 FROM __schema__.actions t WHERE t.topic = p_topic AND t.tick AND t.due_at <= v_now
-           AND t.token NOT IN (SELECT n.token FROM running n) ORDER BY t.due_at, t.member LIMIT p_ticks + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks)
-  SELECT h.now_ms, h.revived, h.paused, h.completed, h.finished, h.next_at, h.more_due, h.next_tick, h.more_ticks,
+           AND t.token NOT IN (SELECT n.token FROM running n) ORDER BY t.due_at, t.member LIMIT p_ticks + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks,
+        -- The last row picked, as it was picked (a batch is re-filed under another member): the next resume point.
+        (SELECT ARRAY[p.due_at::text, p.member] FROM picked p ORDER BY p.due_at DESC, p.member DESC LIMIT 1) AS last_picked)
+  SELECT h.now_ms, h.revived, h.paused, h.completed, h.finished, h.next_at, h.more_due, h.next_tick, h.more_ticks, false,
+    h.last_picked[1]::bigint, h.last_picked[2],
     NULL::text, NULL::text, NULL::bigint, NULL::integer, NULL::bigint, NULL::text, NULL::boolean, NULL::text[], NULL::text, NULL::boolean
   FROM head h
   UNION ALL
-  SELECT NULL::bigint, NULL::integer, NULL::boolean, NULL::integer, NULL::integer, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean,
+  SELECT NULL::bigint, NULL::integer, NULL::boolean, NULL::integer, NULL::integer, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::boolean,
+    NULL::bigint, NULL::text,
     c.member, c.key, c.token, c.attempt, c.due_at, c.payload, c.batch, c.items, c.trace, c.tick
   FROM claimed c;
 END

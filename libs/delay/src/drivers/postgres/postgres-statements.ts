@@ -104,7 +104,8 @@ export function postgresStatements(schema: string): PostgresStatements {
     redrive: `SELECT ${s}.redrive($1::text, $2::text) AS status`,
     // ---- the claim (the claim function in the migrations: steps, head, turns) ----
     // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit, $6 and $7 the resume point (below) or
-    // nulls, $8 and $9 completions carried, $10 the ids of this consumer's claims that are over.
+    // nulls, $8 and $9 completions carried, $10 the ids of this consumer's claims that are over, $11 how long to wait
+    // for the topic's turn (ms).
     // Recurring ticks ($5 at most, besides the limit) are taken apart from the handler slots: a tick is library
     // work of microseconds, so a topic whose slots are all busy with long handlers still advances its schedules
     // on time.
@@ -116,15 +117,17 @@ export function postgresStatements(schema: string): PostgresStatements {
     // earlier due time, held by another transaction, put back) are taken by a claim without it: the consumer
     // sends null when its last claim was not full, after a wake (a write made the topic's earliest due time
     // earlier, runs were handed back), after runs were revived, and at least once a second.
-    claim: `SELECT * FROM ${s}.claim($1::text, $2::integer, $3::bigint, $4::text, $5::integer, $6::bigint, $7::text, $8::text[], $9::bigint[], $10::text[])`,
+    claim: `SELECT * FROM ${s}.claim($1::text, $2::integer, $3::bigint, $4::text, $5::integer, $6::bigint, $7::text, $8::text[], $9::bigint[], $10::text[], $11::bigint)`,
     // ---- end the claim ----
     // Claims whose reply was lost ($2, their ids), asked again: their leases renewed, the actions they took that still
     // hold their token handed back, same attempt.
     // A lease already expired is not renewed: the next claim takes those runs back (as the next attempt), and this
-    // statement returns nothing of them.
+    // statement returns nothing of them. A row a claim is taking back (locked) is skipped, as it is expired.
     recover: `WITH renewed AS (
         UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + $3::bigint
-        WHERE r.topic = $1::text AND r.claim_id = ANY ($2::text[]) AND r.lease_until > ${s}.clock_ms(false)
+        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.runs x
+            WHERE x.topic = $1::text AND x.claim_id = ANY ($2::text[]) AND x.lease_until > ${s}.clock_ms(false) FOR UPDATE SKIP LOCKED))
+          AND r.topic = $1::text
         RETURNING r.claim_id, r.members, r.tokens)
       SELECT n.claim_id, ${CLAIMED_COLUMNS}, ${s}.clock_ms(false) AS now_ms
       FROM renewed n, unnest(n.members, n.tokens) AS u(member, token), ${s}.actions a
@@ -146,10 +149,13 @@ export function postgresStatements(schema: string): PostgresStatements {
     // ---- lease renewal, reporting runs whose arming is gone ----
     // $1 topic, $2 lease ms, $3 the claims whose runs are not over, $4 members, $5 tokens of the runs going on. Returns
     // the members whose row is gone or holds another token (cancelled, re-armed, taken back after the lease ran out);
-    // the consumer tells those runs. A lease already expired is not renewed: its runs are the next claim's to take back.
+    // the consumer tells those runs. A lease already expired is not renewed: its runs are the next claim's to take back
+    // (a row such a claim holds is skipped, not waited for).
     extend: `WITH renewed AS (
         UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + $2::bigint
-        WHERE r.topic = $1::text AND r.claim_id = ANY ($3::text[]) AND r.lease_until > ${s}.clock_ms(false)
+        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.runs x
+            WHERE x.topic = $1::text AND x.claim_id = ANY ($3::text[]) AND x.lease_until > ${s}.clock_ms(false) FOR UPDATE SKIP LOCKED))
+          AND r.topic = $1::text
         RETURNING 1)
       SELECT r.member FROM unnest($4::text[], $5::bigint[]) AS r(member, token)
       WHERE NOT EXISTS (SELECT 1 FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token)`,

@@ -25,18 +25,6 @@ function headOf(rows: readonly Row[]): Row {
   return head;
 }
 
-/** Orders strings as the database's COLLATE "C" does: by code point (JavaScript's `<` compares UTF-16 units). */
-function compareCodePoints(a: string, b: string): number {
-  for (let i = 0, j = 0; i < a.length && j < b.length; ) {
-    const x = a.codePointAt(i) as number;
-    const y = b.codePointAt(j) as number;
-    if (x !== y) return x - y;
-    i += x > 0xffff ? 2 : 1;
-    j += y > 0xffff ? 2 : 1;
-  }
-  return a.length - b.length;
-}
-
 /** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
   return Math.min(2_000, 100 * 2 ** Math.min(failures, 5));
@@ -96,7 +84,7 @@ export class PostgresTopicConsumer {
    * each claim asks for what they took, until one hands something back or its lease would have run out (local ms).
    */
   private lostClaims: Array<{ id: string; until: number }> = [];
-  /** Due time and member of the last row a full claim took: where the next claim of the drain starts its scan (see the claim statement). */
+  /** Due time and member of the last row a full claim picked: the next claim of the drain starts its scan past it (see the claim statement). */
   private resumeAt: { dueAt: number; member: string } | null = null;
   private lastFullScanAt = 0;
   /**
@@ -119,6 +107,11 @@ export class PostgresTopicConsumer {
 
   get topic(): string {
     return this.settings.topic;
+  }
+
+  /** How long a claim waits for the topic's turn: well within the call's timeout, so the server never commits a claim long after its reply was given up on. */
+  private get turnWaitMs(): number {
+    return Math.max(1, Math.floor(Math.min(this.settings.leaseMs, this.connection.commandTimeoutMs) / 2));
   }
 
   /** Running, and its last claim reached the database (health). */
@@ -203,6 +196,7 @@ export class PostgresTopicConsumer {
     let recovered: Row[] = [];
     let carried: AckBatch | undefined;
     let finished: string[] = [];
+    let recoveredClaims: Array<{ id: string; until: number }> = [];
     let rows: Row[];
     let sentAt = 0;
     const claimId = randomBytes(8).toString('base64url');
@@ -210,10 +204,13 @@ export class PostgresTopicConsumer {
       this.lostClaims = this.lostClaims.filter((lost) => lost.until > Date.now());
       if (this.lostClaims.length > 0) {
         recovered = await this.connection.query(this.sql.recover, [topic, this.lostClaims.map((lost) => lost.id), leaseMs]);
+        // Asked for no more once the claim below returns (what they took runs then); asked for again if it fails.
         const found = new Set(recovered.map((row) => String(row.claim_id)));
+        recoveredClaims = this.lostClaims.filter((lost) => found.has(lost.id));
         this.lostClaims = this.lostClaims.filter((lost) => !found.has(lost.id));
       }
-      this.lostClaims.push({ id: claimId, until: Date.now() + leaseMs });
+      // How long the server may still commit this claim after its reply is lost: its turn, then its statement.
+      this.lostClaims.push({ id: claimId, until: Date.now() + this.turnWaitMs + this.connection.commandTimeoutMs + leaseMs });
       sentAt = Date.now();
       const recoveredSlots = recovered.filter((row) => row.tick !== true).length;
       const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
@@ -232,6 +229,7 @@ export class PostgresTopicConsumer {
         carried.members,
         carried.tokens,
         finished,
+        this.turnWaitMs,
       ]);
       this.failures = 0;
       this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
@@ -241,6 +239,8 @@ export class PostgresTopicConsumer {
       if (carried) void this.flushAcks(carried);
       this.flushAcksLeft();
       this.claims.putBack(finished);
+      // What the recovered claims took has not run: they are asked for again (their leases were just renewed).
+      this.lostClaims.push(...recoveredClaims);
       // The server refused the statement itself: it took nothing, and asking for it again would not help.
       if (!(error instanceof DriverUnavailableError)) this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
       // A wake this claim consumed is not lost with it.
@@ -264,15 +264,12 @@ export class PostgresTopicConsumer {
     for (const row of claimed) row.claim_id = claimId;
     const taken = [...recovered, ...claimed];
     for (const row of taken) this.claims.opened(String(row.claim_id), 1);
-    // Rows come back in no particular order: the resume point is the last of them in claim order (due time, then
-    // member). Ticks are claimed apart (never from the resume point), so only the slotted rows count.
+    // The resume point, after a full claim: the last row it picked, as the claim reports it (ticks are claimed apart,
+    // never from the resume point).
     const claimedSlotted = claimed.filter((row) => row.tick !== true);
     this.resumeAt = null;
-    if (claimedSlotted.length > 0 && claimedSlotted.length >= limit - recovered.filter((row) => row.tick !== true).length) {
-      for (const row of claimedSlotted) {
-        const at = { dueAt: int(row.due_at), member: String(row.member) };
-        if (this.resumeAt === null || at.dueAt > this.resumeAt.dueAt || (at.dueAt === this.resumeAt.dueAt && compareCodePoints(at.member, this.resumeAt.member) > 0)) this.resumeAt = at;
-      }
+    if (claimedSlotted.length > 0 && claimedSlotted.length >= limit - recovered.filter((row) => row.tick !== true).length && head.last_due !== null) {
+      this.resumeAt = { dueAt: int(head.last_due), member: String(head.last_member) };
     }
     // Revived runs keep their due time, before the resume point.
     if (int(head.revived) > 0) this.scanFromStart = true;
@@ -295,6 +292,7 @@ export class PostgresTopicConsumer {
    */
   private planNext(head: Row, now: number, limit: number, slotted: number, ticks: number): boolean {
     const paused = head.paused === true;
+    // A claim that did not get its turn in time took nothing: due rows are left, as when other transactions hold them.
     const moreDue = head.more_due === true && !paused;
     const moreTicks = head.more_ticks === true && !paused;
     const full = limit === 0 || slotted >= limit;
@@ -406,6 +404,8 @@ export class PostgresTopicConsumer {
    */
   private runOver(claimId: string, unrecorded?: { member: string; token: string }): void {
     this.claims.runOver(claimId, unrecorded === undefined);
+    // No claim follows a shutdown to carry them.
+    if (this.stopped) this.finishLeft();
     if (unrecorded === undefined) return;
     const { topic } = this.settings;
     void this.connection.queryPrepared(this.sql.retry, [topic, unrecorded.member, unrecorded.token, 0]).then(
@@ -416,7 +416,7 @@ export class PostgresTopicConsumer {
     );
   }
 
-  /** At shutdown: deletes the runs rows of the finished claims. If it fails, they go when their lease runs out (a claim then finds them over). */
+  /** At shutdown (and for claims that finish after it): deletes the runs rows of the finished claims. If it fails, they go when their lease runs out (a claim then finds them over). */
   private finishLeft(): void {
     const finished = this.claims.takeFinished();
     if (finished.length === 0) return;
