@@ -109,6 +109,10 @@ describe('Startup (e2e): the embedded PostgreSQL of `npm start`, and a database 
     for (const pid of [server, ...backends]) process.kill(pid, 'SIGKILL');
     await stop(first, 'SIGKILL');
     expect(postmasterPid()).toBe(server);
+    // Gone, as after a power cut: a busy machine takes a moment to tear the killed processes down (and their socket
+    // on the server's port with them).
+    for (const deadline = Date.now() + 10_000; [server, ...backends].some(alive) && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect([server, ...backends].filter(alive)).toEqual([]);
 
     const second = await start();
     await expect(get<Order>(second, `/orders/${order.id}`)).resolves.toMatchObject({ id: order.id, status: 'created' });
