@@ -1,4 +1,5 @@
-import IORedis from 'ioredis';
+import { once } from 'node:events';
+import { createConnection } from 'node:net';
 import { DELAY_DRIVER, DelayService } from 'nestjs-delay';
 import { RedisDriver } from '../../libs/delay/src/drivers/redis/redis.driver';
 import { RedisConnection } from '../../libs/delay/src/drivers/redis/redis-connection';
@@ -10,15 +11,30 @@ import { redisAppSuite } from './support/redis-app-suite';
 /**
  * Commands clients sent over `ms` (MONITOR: the commands a script runs inside
  * Redis are not counted, each script call is one), leaving out the test's own.
+ * MONITOR is read on a plain socket: ioredis 5 can mistake a monitored line
+ * arriving as it sets the mode up for the reply to a command of its own.
  */
-async function idleCommands(raw: IORedis, ms: number): Promise<number> {
-  const monitor = await raw.monitor();
+async function idleCommands(url: string, ms: number): Promise<number> {
+  const { hostname, port } = new URL(url);
+  const socket = createConnection({ host: hostname, port: Number(port) });
+  await once(socket, 'connect');
   let sent = 0;
-  monitor.on('monitor', (_time: string, _args: string[], source: string) => {
-    if (source !== 'lua') sent += 1;
+  let pending = '';
+  let started = false;
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    const lines = (pending + chunk).split('\r\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      // "+OK" first, then one "+<time> [<db> <source>] <command...>" line per command.
+      if (!started) started = line === '+OK';
+      else if (!/^\+\S+ \[\d+ lua\]/.test(line)) sent += 1;
+    }
   });
+  socket.write('MONITOR\r\n');
   await sleep(ms);
-  monitor.disconnect();
+  socket.destroy();
+  if (!started) throw new Error('MONITOR did not start');
   return sent;
 }
 
@@ -42,7 +58,7 @@ describe('Redis driver: topics that are only read', () => {
     const delay = app.get(DelayService);
     await delay.schedule(TOPIC.basic, 'later', { delay: '1h' });
     await sleep(200);
-    const before = await idleCommands(suite.raw(), IDLE_MS);
+    const before = await idleCommands(suite.url(), IDLE_MS);
 
     for (let n = 0; n < READS; n += 100) {
       await Promise.all(Array.from({ length: 100 }, (_, i) => delay.count(`unknown.${n + i}`)));
@@ -51,8 +67,10 @@ describe('Redis driver: topics that are only read', () => {
     await delay.listDead('unknown.dead', { limit: 10 });
     await delay.isPaused('unknown.paused');
     await delay.get('unknown.got', 'k');
-    const after = await idleCommands(suite.raw(), IDLE_MS);
+    const after = await idleCommands(suite.url(), IDLE_MS);
 
+    // The instance's own periodic calls are seen (the count is real), and reading 2,000 topics added none.
+    expect(before).toBeGreaterThan(0);
     expect(after).toBeLessThanOrEqual(before + PHASE_SLACK);
     // Reads of the topics the instance schedules into still work, and the topic it armed is still kept.
     expect(await delay.count(TOPIC.basic)).toBe(1);
