@@ -40,10 +40,6 @@ export class PostgresClaimLedger {
     return this.open.size > 0;
   }
 
-  get hasFinished(): boolean {
-    return this.finished.length > 0;
-  }
-
   /** The finished claims, handed to the statement that deletes their runs rows. */
   takeFinished(): string[] {
     const ids = this.finished;

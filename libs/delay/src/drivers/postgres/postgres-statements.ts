@@ -72,6 +72,17 @@ function recordSeriesRuns(s: string, source: string, outcome: string): string {
 }
 // ---- end last runs ----
 
+/**
+ * An UPDATE (alias r) renewing the leases of the topic's ($1) claims named by `claimIds`, for `leaseMs` from now:
+ * only leases still running, and never a runs row another transaction holds (a claim taking it back, as it expired).
+ */
+function renewLeases(s: string, claimIds: string, leaseMs: string): string {
+  return `UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + ${leaseMs}::bigint
+        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.runs x
+            WHERE x.topic = $1::text AND x.claim_id = ANY (${claimIds}::text[]) AND x.lease_until > ${s}.clock_ms(false) FOR UPDATE SKIP LOCKED))
+          AND r.topic = $1::text`;
+}
+
 export function postgresStatements(schema: string): PostgresStatements {
   const s = schema;
   const paused = `EXISTS (SELECT 1 FROM ${s}.paused_topics p WHERE p.topic = $1::text)`;
@@ -123,11 +134,7 @@ export function postgresStatements(schema: string): PostgresStatements {
     // hold their token handed back, same attempt.
     // A lease already expired is not renewed: the next claim takes those runs back (as the next attempt), and this
     // statement returns nothing of them. A row a claim is taking back (locked) is skipped, as it is expired.
-    recover: `WITH renewed AS (
-        UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + $3::bigint
-        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.runs x
-            WHERE x.topic = $1::text AND x.claim_id = ANY ($2::text[]) AND x.lease_until > ${s}.clock_ms(false) FOR UPDATE SKIP LOCKED))
-          AND r.topic = $1::text
+    recover: `WITH renewed AS (${renewLeases(s, '$2', '$3')}
         RETURNING r.claim_id, r.members, r.tokens)
       SELECT n.claim_id, ${CLAIMED_COLUMNS}, ${s}.clock_ms(false) AS now_ms
       FROM renewed n, unnest(n.members, n.tokens) AS u(member, token), ${s}.actions a
@@ -151,11 +158,7 @@ export function postgresStatements(schema: string): PostgresStatements {
     // the members whose row is gone or holds another token (cancelled, re-armed, taken back after the lease ran out);
     // the consumer tells those runs. A lease already expired is not renewed: its runs are the next claim's to take back
     // (a row such a claim holds is skipped, not waited for).
-    extend: `WITH renewed AS (
-        UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + $2::bigint
-        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.runs x
-            WHERE x.topic = $1::text AND x.claim_id = ANY ($3::text[]) AND x.lease_until > ${s}.clock_ms(false) FOR UPDATE SKIP LOCKED))
-          AND r.topic = $1::text
+    extend: `WITH renewed AS (${renewLeases(s, '$3', '$2')}
         RETURNING 1)
       SELECT r.member FROM unnest($4::text[], $5::bigint[]) AS r(member, token)
       WHERE NOT EXISTS (SELECT 1 FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token)`,

@@ -260,7 +260,7 @@ export class PostgresTopicConsumer {
     // nothing due and is armed again.
     this.clockSkew.value = now - sentAt;
     const claimed = rows.filter((row) => row.member !== null);
-    for (const row of recovered) row.claim_id = String(row.claim_id);
+    // Recovered rows name their claim (a column of the recover statement); the claim's own rows are this claim's.
     for (const row of claimed) row.claim_id = claimId;
     const taken = [...recovered, ...claimed];
     for (const row of taken) this.claims.opened(String(row.claim_id), 1);
