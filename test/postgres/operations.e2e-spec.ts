@@ -277,7 +277,7 @@ describe('postgres: operations and migrations', () => {
     const client = new Client(repeatable);
     await client.connect();
     try {
-      const claim = client.query(postgresStatements(schema).claim, [TOPIC, 1, 1_000, 'rr', 0, null, null, [], [], [], 1_000]);
+      const claim = client.query(postgresStatements(schema).claim, [TOPIC, 1, 1_000, 'rr', 0, null, null, [], [], [], 1_000, true]);
       await expect(claim).rejects.toMatchObject({ code: 'NDIS1' });
     } finally {
       await client.end();
@@ -304,7 +304,7 @@ describe('postgres: operations and migrations', () => {
     await first.connect();
     await second.connect();
     try {
-      const args = (claimId: string, turnWaitMs = 10_000): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, null, [], [], [], turnWaitMs];
+      const args = (claimId: string, turnWaitMs = 10_000): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, null, [], [], [], turnWaitMs, true];
       // The first claim runs in a transaction left open: it has taken its rows, and has not committed.
       await first.query('BEGIN');
       const firstTook = (await first.query(sql.claim, args('first'))).rows.filter((row) => row.member !== null).map((row) => String(row.member));
@@ -333,6 +333,42 @@ describe('postgres: operations and migrations', () => {
     }
   });
 
+  it("a claim that scans past a resume point still skips every running action past it: those of other claims, and a batch re-filed by the claim that took it", async () => {
+    const schema = fresh();
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
+    await driver.connect();
+    await driver.scheduleMany({
+      topic: TOPIC,
+      entries: ['a1', 'a2', 'c1', 'c2'].map((key) => ({ key, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
+      maxPastMs: 60_000,
+    });
+    await driver.collect({ topic: TOPIC, key: 'b', item: '1', windowMs: 1, maxWaitMs: undefined, slide: false, maxItems: 10 });
+    await driver.close();
+    // One due time for all: the claims take them in member order, a1 a2 b c1 c2.
+    await server.admin(`UPDATE ${schema}.actions SET due_at = 1000`);
+    const sql = postgresStatements(schema);
+    const claimer = new Client({ connectionString: server.url, statement_timeout: 10_000 });
+    await claimer.connect();
+    try {
+      const claim = async (claimId: string, limit: number, resume: string | null): Promise<{ took: string[]; last: string | null }> => {
+        const [head, ...rows] = (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, resume === null ? null : 1000, resume, [], [], [], 1_000, resume === null])).rows;
+        return { took: rows.map((row) => String(row.key)), last: head.last_member === null ? null : String(head.last_member) };
+      };
+      // The first claim takes a1, a2 and the open batch b, which it re-files under its own id (past "b" in member order).
+      const first = await claim('first', 3, null);
+      expect(first).toEqual({ took: ['a1', 'a2', 'b'], last: 'b' });
+      const [record] = await server.admin(`SELECT last_member FROM ${schema}.runs WHERE claim_id = 'first'`, [], true);
+      expect(String(record.last_member).startsWith('b\u001f')).toBe(true);
+      // Resuming where the first ended: the re-filed batch is past that point, and running; c1 is taken.
+      expect((await claim('second', 1, first.last)).took).toEqual(['c1']);
+      // Resuming far behind both (another consumer's resume point): a2, b and c1 are running under claims that end past
+      // it; only c2 is left to take.
+      expect((await claim('third', 10, 'a1')).took).toEqual(['c2']);
+    } finally {
+      await claimer.end();
+    }
+  });
+
   it('the completions a claim carries: if one is held by another transaction the claim does not wait, and leaves them all to the complete statement; an expired lease among them is completed, not revived', async () => {
     const schema = fresh();
     const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
@@ -349,9 +385,9 @@ describe('postgres: operations and migrations', () => {
     await claimer.connect();
     await holder.connect();
     try {
-      // Parameters: topic, limit, lease ms, claim id, ticks, resume point (due time, member), carried members, carried tokens, finished claims, turn wait.
+      // Parameters: topic, limit, lease ms, claim id, ticks, resume point (due time, member), carried members, carried tokens, finished claims, turn wait, take back expired leases.
       const claim = async (limit: number, claimId: string, carried: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> =>
-        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, null, carried.map((row) => row.member), carried.map((row) => row.token), [], 1_000])).rows;
+        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, null, carried.map((row) => row.member), carried.map((row) => row.token), [], 1_000, true])).rows;
       const taken = [
         ...(await claim(1, 'first', [])).filter((row) => row.member !== null),
         ...(await claim(2, 'second', [])).filter((row) => row.member !== null),

@@ -96,18 +96,30 @@ CREATE INDEX actions_closed_batches ON __schema__.actions (topic, key) WHERE can
 -- instance died or stalled) is taken back by the next claim: the actions it
 -- names that still hold their token get a new token and their next attempt.
 -- claim_id: a claim whose reply was lost is asked again under its id and
--- hands back what it took, same attempt.
+-- hands back what it took, same attempt. last_due, last_member: the last of
+-- the rows it took in due order (as filed after the claim). A row's due time
+-- and member never change while it keeps its token, so a claim that scans
+-- past a resume point needs only the runs rows that end past it (runs_last):
+-- the dead rows of earlier claims, which a long-open transaction keeps from
+-- vacuum, are not read again. ticks: it took recurring ticks (claimed from
+-- the topic's first row, never from a resume point).
 CREATE TABLE __schema__.runs (
   topic text COLLATE "C" NOT NULL,
   claim_id text COLLATE "C" NOT NULL,
   lease_until bigint NOT NULL,
   members text[] COLLATE "C" NOT NULL,
   tokens bigint[] NOT NULL,
+  last_due bigint NOT NULL,
+  last_member text COLLATE "C" NOT NULL,
+  ticks boolean NOT NULL,
   PRIMARY KEY (topic, claim_id)
 ) WITH (fillfactor = 50);
+CREATE INDEX runs_last ON __schema__.runs (topic, last_due, last_member);
+CREATE INDEX runs_ticks ON __schema__.runs (topic) WHERE ticks;
 -- No index on lease_until: a renewal then rewrites the row in its page (a HOT
--- update) without new index entries, and the rows of a topic are few (one per
--- claim whose runs are not over), read through the primary key.
+-- update) without new index entries. Expired leases are looked for by a scan
+-- of the topic's rows, which the consumer asks for at most once a second
+-- while it drains (p_take_back).
 
 -- Whether the arming with this token is running.
 CREATE FUNCTION __schema__.is_running(p_topic text, p_token bigint) RETURNS boolean LANGUAGE sql STABLE AS $fn$
@@ -577,11 +589,13 @@ $fn$;
 -- 2. The runs rows of its claims that are over (p_finished: every outcome
 --    recorded) are deleted; finished counts them. A claim with an outcome that
 --    could not be recorded is not sent: its row's lease runs out, as in 3.
--- 3. Runs rows whose lease expired (their instance died or stalled) are taken
---    back: the actions they name that still hold their token get a new token
---    and their next attempt (revived), and are claimable at once. Rows another
---    transaction holds, and carried completions, are left (and so is the runs
---    row, for a later claim).
+-- 3. When p_take_back, runs rows whose lease expired (their instance died or
+--    stalled) are taken back: the actions they name that still hold their
+--    token get a new token and their next attempt (revived), and are
+--    claimable at once. Rows another transaction holds, and carried
+--    completions, are left (and so is the runs row, for a later claim). The
+--    look reads every runs row of the topic, so a draining consumer asks for
+--    it once a second, not in every claim.
 -- 4. From here to its commit, the claims of one topic take turns (a
 --    transaction-level advisory lock). A claim writes nothing to the rows it
 --    takes, so nothing on them stops a claim whose snapshot was taken before
@@ -591,8 +605,9 @@ $fn$;
 --    is waited for at most p_turn_wait ms: then the claim takes nothing and
 --    says busy (steps 1 to 3 stand), and the consumer looks again shortly.
 -- 5. Up to p_limit due actions that are not running, earliest first (from
---    past p_resume, see the claim statement), and up to p_ticks due recurring
---    ticks besides them, are locked, skipping rows another transaction holds
+--    past p_resume, see the claim statement; only the runs rows that end past
+--    it can name them), and up to p_ticks due recurring ticks besides them
+--    (only runs rows with ticks can name those), are locked, skipping rows another transaction holds
 --    (a cancel or re-arm committed meanwhile is seen in the row's newest
 --    version), and recorded in one runs row under the claim's lease. An open
 --    batch is closed as it is claimed: re-filed under its own id, and
@@ -607,7 +622,7 @@ $fn$;
 -- what was due then is what it takes (the lease runs from its turn).
 CREATE FUNCTION __schema__.claim(
   p_topic text, p_limit integer, p_lease bigint, p_claim_id text, p_ticks integer, p_resume bigint, p_resume_member text,
-  p_done_members text[], p_done_tokens bigint[], p_finished text[], p_turn_wait bigint
+  p_done_members text[], p_done_tokens bigint[], p_finished text[], p_turn_wait bigint, p_take_back boolean
 ) RETURNS TABLE (
   now_ms bigint, revived integer, paused boolean, completed integer, finished integer, next_at bigint, more_due boolean,
   next_tick bigint, more_ticks boolean, busy boolean, last_due bigint, last_member text,
@@ -649,7 +664,7 @@ BEGIN
     WITH over AS (DELETE FROM __schema__.runs r WHERE r.topic = p_topic AND r.claim_id = ANY (p_finished) RETURNING 1)
     SELECT count(*) INTO v_finished FROM over;
   END IF;
-  IF EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now) THEN
+  IF p_take_back AND EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now) THEN
     -- The expired runs rows are locked first. A renewal or a recovery of the same claim renews only a lease still
     -- running and skips a locked row: whichever locks the row first wins, and the other leaves it.
     SELECT coalesce(array_agg(e.claim_id), '{}') INTO v_expired FROM (
@@ -683,7 +698,13 @@ BEGIN
   v_turn := __schema__.clock_ms(false);
   v_paused := EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic);
   RETURN QUERY
-  WITH running AS MATERIALIZED (SELECT unnest(r.tokens) AS token FROM __schema__.runs r WHERE r.topic = p_topic),
+  WITH
+    -- Running past the resume point: named only by runs rows that end past it.
+    running AS MATERIALIZED (SELECT unnest(r.tokens) AS token FROM __schema__.runs r WHERE r.topic = p_topic
+      AND (r.last_due, r.last_member) > (coalesce(p_resume, -9223372036854775808), coalesce(p_resume_member, ''))),
+    running_ticks AS MATERIALIZED (SELECT unnest(r.tokens) AS token FROM __schema__.runs r WHERE r.topic = p_topic AND r.ticks),
+    -- Read only when the claim is not full (to tell whether due rows were left).
+    running_all AS MATERIALIZED (SELECT unnest(r.tokens) AS token FROM __schema__.runs r WHERE r.topic = p_topic),
     picked AS (
       SELECT w.ctid AS row_id, w.member, w.key, w.token, w.attempt, w.due_at, w.payload, w.batch, w.items, w.trace, w.tick
       FROM __schema__.actions w
@@ -694,7 +715,7 @@ BEGIN
     ticked AS (
       SELECT w.ctid AS row_id, w.member, w.key, w.token, w.attempt, w.due_at, w.payload, w.batch, w.items, w.trace, w.tick
       FROM __schema__.actions w
-      WHERE w.topic = p_topic AND w.tick AND w.due_at <= v_now AND p_ticks > 0 AND NOT v_paused AND w.token NOT IN (SELECT n.token FROM running n)
+      WHERE w.topic = p_topic AND w.tick AND w.due_at <= v_now AND p_ticks > 0 AND NOT v_paused AND w.token NOT IN (SELECT n.token FROM running_ticks n)
       ORDER BY w.due_at, w.member LIMIT p_ticks FOR UPDATE OF w SKIP LOCKED),
     taken AS (SELECT * FROM picked UNION ALL SELECT * FROM ticked),
     refiled AS (
@@ -706,8 +727,11 @@ BEGIN
       SELECT t.member, t.key, t.token, t.attempt, t.due_at, t.payload, t.batch, t.items, t.trace, t.tick FROM taken t WHERE NOT t.batch
       UNION ALL SELECT * FROM refiled),
     recorded AS (
-      INSERT INTO __schema__.runs (topic, claim_id, lease_until, members, tokens)
-      SELECT p_topic, p_claim_id, v_turn + p_lease, array_agg(c.member), array_agg(c.token) FROM claimed c HAVING count(*) > 0
+      INSERT INTO __schema__.runs (topic, claim_id, lease_until, members, tokens, last_due, last_member, ticks)
+      SELECT p_topic, p_claim_id, v_turn + p_lease, g.members, g.tokens, l.due_at, l.member, g.ticks
+      FROM (SELECT array_agg(c.member) AS members, array_agg(c.token) AS tokens, bool_or(c.tick) AS ticks FROM claimed c) g,
+        -- (None taken: no row here, and none inserted.)
+        (SELECT c.due_at, c.member FROM claimed c ORDER BY c.due_at DESC, c.member DESC LIMIT 1) l
       RETURNING 1),
     head AS MATERIALIZED (
       SELECT v_now AS now_ms, v_revived AS revived, v_paused AS paused, v_completed AS completed, v_finished AS finished,
@@ -716,10 +740,10 @@ BEGIN
                      (SELECT min(r.lease_until) FROM __schema__.runs r WHERE r.topic = p_topic)) END AS next_at,
         CASE WHEN p_limit > 0 AND (SELECT count(*) FROM picked) >= p_limit THEN true
           ELSE (SELECT count(*) FROM (SELECT 1 FROM __schema__.actions w WHERE w.topic = p_topic AND w.due_at <= v_now AND NOT w.tick
-                  AND w.token NOT IN (SELECT n.token FROM running n) ORDER BY w.due_at, w.member LIMIT p_limit + 1) d) > (SELECT count(*) FROM picked) END AS more_due,
+                  AND w.token NOT IN (SELECT n.token FROM running_all n) ORDER BY w.due_at, w.member LIMIT p_limit + 1) d) > (SELECT count(*) FROM picked) END AS more_due,
         (SELECT min(t.due_at) FROM __schema__.actions t WHERE t.topic = p_topic AND t.tick AND t.due_at > v_now) AS next_tick,
         (SELECT count(*) FROM (SELECT 1 FROM __schema__.actions t WHERE t.topic = p_topic AND t.tick AND t.due_at <= v_now
-           AND t.token NOT IN (SELECT n.token FROM running n) ORDER BY t.due_at, t.member LIMIT p_ticks + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks,
+           AND t.token NOT IN (SELECT n.token FROM running_ticks n) ORDER BY t.due_at, t.member LIMIT p_ticks + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks,
         -- The last row picked, as it was picked (a batch is re-filed under another member): the next resume point.
         (SELECT ARRAY[p.due_at::text, p.member] FROM picked p ORDER BY p.due_at DESC, p.member DESC LIMIT 1) AS last_picked)
   SELECT h.now_ms, h.revived, h.paused, h.completed, h.finished, h.next_at, h.more_due, h.next_tick, h.more_ticks, false,

@@ -116,7 +116,8 @@ export function postgresStatements(schema: string): PostgresStatements {
     // ---- the claim (the claim function in the migrations: steps, head, turns) ----
     // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit, $6 and $7 the resume point (below) or
     // nulls, $8 and $9 completions carried, $10 the ids of this consumer's claims that are over, $11 how long to wait
-    // for the topic's turn (ms).
+    // for the topic's turn (ms), $12 whether to look for expired leases to take back (it reads every runs row of the
+    // topic: the consumer asks for it with every claim that starts at the topic's first row, at least once a second).
     // Recurring ticks ($5 at most, besides the limit) are taken apart from the handler slots: a tick is library
     // work of microseconds, so a topic whose slots are all busy with long handlers still advances its schedules
     // on time.
@@ -128,7 +129,7 @@ export function postgresStatements(schema: string): PostgresStatements {
     // earlier due time, held by another transaction, put back) are taken by a claim without it: the consumer
     // sends null when its last claim was not full, after a wake (a write made the topic's earliest due time
     // earlier, runs were handed back), after runs were revived, and at least once a second.
-    claim: `SELECT * FROM ${s}.claim($1::text, $2::integer, $3::bigint, $4::text, $5::integer, $6::bigint, $7::text, $8::text[], $9::bigint[], $10::text[], $11::bigint)`,
+    claim: `SELECT * FROM ${s}.claim($1::text, $2::integer, $3::bigint, $4::text, $5::integer, $6::bigint, $7::text, $8::text[], $9::bigint[], $10::text[], $11::bigint, $12::boolean)`,
     // ---- end the claim ----
     // Claims whose reply was lost ($2, their ids), asked again: their leases renewed, the actions they took that still
     // hold their token handed back, same attempt.

@@ -15,7 +15,10 @@ import { PostgresStatements } from './postgres-statements';
 
 /** Recurring ticks one claim takes besides its handler slots (the claim statement's $5). */
 const TICKS_PER_CLAIM = 64;
-/** A drain's claims start their scan where the last one ended, but one claim at least this often starts at the topic's first row. */
+/**
+ * A drain's claims start their scan where the last one ended, but one claim at least this often starts at the topic's
+ * first row (and looks for expired leases to take back).
+ */
 const FULL_SCAN_EVERY_MS = 1_000;
 
 /** The claim's first row describes it (its head); the others are the actions it took. */
@@ -230,6 +233,9 @@ export class PostgresTopicConsumer {
         carried.tokens,
         finished,
         this.turnWaitMs,
+        // Expired leases (a crashed or stalled instance's runs) are looked for when the scan starts at the first row:
+        // every claim but a drain's, and a drain's once a second.
+        resumeAt === null,
       ]);
       this.failures = 0;
       this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
