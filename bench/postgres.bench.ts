@@ -12,6 +12,7 @@
 //   BENCH_PG_LARGE=1 npm run bench:postgres      (adds 1M pending for bytes per action, and the 1M bloat phase)
 //   BENCH_PG_HELD_TX_MS=120000 npm run bench:postgres (adds the drain with a transaction held open that long)
 //   BENCH_PG_EXPLAIN=1 npm run bench:postgres    (adds EXPLAIN ANALYZE of nestjs-delay's claim along a drain)
+//   BENCH_PG_HELD_SYSTEMS=delay (phase 8 with only the systems named, comma-separated: delay, pgboss, graphile)
 //   BENCH_PG_CPU_PROF=<dir> npm run bench:postgres (--cpu-prof for the drain's worker processes)
 //
 // Phases: (1) schedule: one awaited, 100 in flight, bulk; (2) replace by key
@@ -41,6 +42,8 @@ import { fmt, markdownTable, median, quantile } from './support';
 const QUICK = process.env.BENCH_PG_QUICK === '1';
 const LARGE = process.env.BENCH_PG_LARGE === '1';
 const HELD_TX_MS = Number(process.env.BENCH_PG_HELD_TX_MS ?? 0);
+/** Phase 8's systems: all, or those BENCH_PG_HELD_SYSTEMS names (the others' drains then leave the server alone between rounds). */
+const HELD_SYSTEMS = CONTENDERS.filter((kind) => (process.env.BENCH_PG_HELD_SYSTEMS ?? CONTENDERS.join(',')).split(',').includes(kind));
 const EXPLAIN = process.env.BENCH_PG_EXPLAIN === '1';
 const DEFAULT_PHASES = ['1', '2', '3', '4', '5', '6', ...(LARGE ? ['7'] : []), ...(HELD_TX_MS > 0 ? ['8'] : []), ...(EXPLAIN ? ['9'] : [])].join(',');
 const PHASES = new Set((process.env.BENCH_PG_PHASES ?? DEFAULT_PHASES).split(',').map((phase) => Number(phase.trim())));
@@ -637,7 +640,7 @@ async function runHeld(bench: Bench, heldMs: number): Promise<HeldResult> {
     await holder.query('SELECT txid_current()');
     const until = Date.now() + heldMs;
     while (Date.now() < until) {
-      for (const kind of CONTENDERS) {
+      for (const kind of HELD_SYSTEMS) {
         const result = await runDrain(bench, kind, 2, SETTINGS.drainCount, 'held');
         rounds.push({ kind, rate: result.rate, lost: result.stats.lost, duplicates: result.stats.duplicates, sizeAfter: (await bench.schemaBytes(SCHEMAS[kind])).total, released: false });
         if (Date.now() >= until) break;
@@ -648,7 +651,7 @@ async function runHeld(bench: Bench, heldMs: number): Promise<HeldResult> {
     holder.release();
   }
   // Each drain starts as every drain does (its tables emptied, VACUUM ANALYZE), now with no snapshot holding dead rows back.
-  for (const kind of CONTENDERS) {
+  for (const kind of HELD_SYSTEMS) {
     const result = await runDrain(bench, kind, 2, SETTINGS.drainCount, 'released');
     rounds.push({ kind, rate: result.rate, lost: result.stats.lost, duplicates: result.stats.duplicates, sizeAfter: (await bench.schemaBytes(SCHEMAS[kind])).total, released: true });
   }
@@ -883,7 +886,7 @@ async function main(): Promise<void> {
   const loadAtStart = fmt(loadavg()[0], 2);
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
-  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_EXPLAIN', 'BENCH_PG_CPU_PROF'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_HELD_SYSTEMS', 'BENCH_PG_EXPLAIN', 'BENCH_PG_CPU_PROF'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
   const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
 
   const server = await BenchPostgresServer.start(['max_connections=200', 'shared_preload_libraries=pg_stat_statements']);

@@ -54,6 +54,22 @@ describe('postgres: operations and migrations', () => {
 
   const fresh = (): string => `ops_${process.pid}_${++schemas}`;
 
+  /** A schema with `keys` due now on TOPIC, written by a driver that consumes nothing (the test claims by hand); `more` writes more with it. */
+  async function seedDue(schema: string, keys: readonly string[], more?: (driver: PostgresDriver) => Promise<unknown>): Promise<void> {
+    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
+    await driver.connect();
+    try {
+      await driver.scheduleMany({
+        topic: TOPIC,
+        entries: keys.map((key) => ({ key, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
+        maxPastMs: 60_000,
+      });
+      await more?.(driver);
+    } finally {
+      await driver.close();
+    }
+  }
+
   it('pause holds every instance; resume runs what waited, and wakes the consumers at once', async () => {
     const schema = fresh();
     // A long safety re-check: the runs after resume can only be prompt if resume woke the consumers.
@@ -290,14 +306,7 @@ describe('postgres: operations and migrations', () => {
 
   it('claims of one topic take turns: a claim waits for the one before it to commit (or, past its wait, takes nothing), then takes none of what that one took, and its lease starts after its turn', async () => {
     const schema = fresh();
-    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
-    await driver.connect();
-    await driver.scheduleMany({
-      topic: TOPIC,
-      entries: ['t1', 't2', 't3', 't4'].map((key) => ({ key, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
-      maxPastMs: 60_000,
-    });
-    await driver.close();
+    await seedDue(schema, ['t1', 't2', 't3', 't4']);
     const sql = postgresStatements(schema);
     const first = new Client({ connectionString: server.url });
     const second = new Client({ connectionString: server.url, statement_timeout: 10_000 });
@@ -335,15 +344,9 @@ describe('postgres: operations and migrations', () => {
 
   it("a claim that scans past a resume point still skips every running action past it: those of other claims, and a batch re-filed by the claim that took it", async () => {
     const schema = fresh();
-    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
-    await driver.connect();
-    await driver.scheduleMany({
-      topic: TOPIC,
-      entries: ['a1', 'a2', 'c1', 'c2'].map((key) => ({ key, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
-      maxPastMs: 60_000,
-    });
-    await driver.collect({ topic: TOPIC, key: 'b', item: '1', windowMs: 1, maxWaitMs: undefined, slide: false, maxItems: 10 });
-    await driver.close();
+    await seedDue(schema, ['a1', 'a2', 'c1', 'c2'], (driver) =>
+      driver.collect({ topic: TOPIC, key: 'b', item: '1', windowMs: 1, maxWaitMs: undefined, slide: false, maxItems: 10 }),
+    );
     // One due time for all: the claims take them in member order, a1 a2 b c1 c2.
     await server.admin(`UPDATE ${schema}.actions SET due_at = 1000`);
     const sql = postgresStatements(schema);
@@ -369,16 +372,46 @@ describe('postgres: operations and migrations', () => {
     }
   });
 
+  it('what a claim that resumes reads: only the runs rows that end past its resume point, every runs row that holds ticks for the ticks, and expired leases only when it is asked to look', async () => {
+    const schema = fresh();
+    await seedDue(schema, ['a1', 'c2', 't1']);
+    // One due time for all; t1 is a recurring tick (claimed besides the slots, from the first row).
+    await server.admin(`UPDATE ${schema}.actions SET due_at = 1000, tick = (member = 't1')`);
+    const sql = postgresStatements(schema);
+    const claimer = new Client({ connectionString: server.url, statement_timeout: 10_000 });
+    await claimer.connect();
+    try {
+      const claim = async (claimId: string, limit: number, ticks: number, resume: string | null, takeBack: boolean): Promise<{ head: Record<string, unknown>; took: string[] }> => {
+        const [head, ...rows] = (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, ticks, resume === null ? null : 1000, resume, [], [], [], 1_000, takeBack])).rows;
+        return { head, took: rows.map((row) => String(row.member)) };
+      };
+      // The tick is taken, and its claim's runs row says it holds ticks.
+      expect((await claim('ticks', 0, 64, null, true)).took).toEqual(['t1']);
+      expect(await server.admin(`SELECT ticks FROM ${schema}.runs WHERE claim_id = 'ticks'`, [], true)).toEqual([{ ticks: true }]);
+      // A claim resuming past every row still sees it running: not taken again, none left.
+      const again = await claim('ticks-again', 0, 64, 'z', false);
+      expect([again.took, again.head.more_ticks]).toEqual([[], false]);
+      // A runs row planted by hand that names c2 but ends before a1: a claim from the first row reads it (c2 is
+      // running, only a1 is taken); a claim resuming at a1 does not read it, and takes c2.
+      const [c2] = await server.admin(`SELECT token FROM ${schema}.actions WHERE member = 'c2'`, [], true);
+      await server.admin(
+        `INSERT INTO ${schema}.runs (topic, claim_id, lease_until, members, tokens, last_due, last_member, ticks) VALUES ($1, 'planted', 9000000000000, ARRAY['c2'], ARRAY[$2::bigint], 1000, 'a0', false)`,
+        [TOPIC, c2.token],
+      );
+      expect((await claim('from-first', 10, 0, null, false)).took).toEqual(['a1']);
+      expect((await claim('resumed', 10, 0, 'a1', false)).took).toEqual(['c2']);
+      // An expired lease is taken back only by a claim asked to look.
+      await server.admin(`UPDATE ${schema}.runs SET lease_until = 0 WHERE claim_id = 'ticks'`);
+      expect((await claim('no-look', 0, 0, 'z', false)).head.revived).toBe(0);
+      expect((await claim('look', 0, 0, null, true)).head.revived).toBe(1);
+    } finally {
+      await claimer.end();
+    }
+  });
+
   it('the completions a claim carries: if one is held by another transaction the claim does not wait, and leaves them all to the complete statement; an expired lease among them is completed, not revived', async () => {
     const schema = fresh();
-    const driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema });
-    await driver.connect();
-    await driver.scheduleMany({
-      topic: TOPIC,
-      entries: ['held', 'free', 'expired'].map((key) => ({ key, due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const })),
-      maxPastMs: 60_000,
-    });
-    await driver.close();
+    await seedDue(schema, ['held', 'free', 'expired']);
     const sql = postgresStatements(schema);
     const claimer = new Client({ connectionString: server.url, statement_timeout: 3_000 });
     const holder = new Client({ connectionString: server.url });

@@ -97,8 +97,9 @@ CREATE INDEX actions_closed_batches ON __schema__.actions (topic, key) WHERE can
 -- names that still hold their token get a new token and their next attempt.
 -- claim_id: a claim whose reply was lost is asked again under its id and
 -- hands back what it took, same attempt. last_due, last_member: the last of
--- the rows it took in due order (as filed after the claim). A row's due time
--- and member never change while it keeps its token, so a claim that scans
+-- the rows it took in due order (as filed after the claim). A running row's
+-- due time and member never move later while it keeps its token (every re-arm
+-- takes a new one; runNow only moves a row earlier), so a claim that scans
 -- past a resume point needs only the runs rows that end past it (runs_last):
 -- the dead rows of earlier claims, which a long-open transaction keeps from
 -- vacuum, are not read again. ticks: it took recurring ticks (claimed from
@@ -118,8 +119,8 @@ CREATE INDEX runs_last ON __schema__.runs (topic, last_due, last_member);
 CREATE INDEX runs_ticks ON __schema__.runs (topic) WHERE ticks;
 -- No index on lease_until: a renewal then rewrites the row in its page (a HOT
 -- update) without new index entries. Expired leases are looked for by a scan
--- of the topic's rows, which the consumer asks for at most once a second
--- while it drains (p_take_back).
+-- of the topic's rows, which a draining consumer asks for only in the claims
+-- that scan from the topic's first row, about once a second (p_take_back).
 
 -- Whether the arming with this token is running.
 CREATE FUNCTION __schema__.is_running(p_topic text, p_token bigint) RETURNS boolean LANGUAGE sql STABLE AS $fn$
@@ -336,6 +337,7 @@ BEGIN
       -- Another writer opened the key's batch meanwhile: join it instead.
       CONTINUE WHEN NOT FOUND;
     ELSE
+      -- Keeps the token: an open batch is never running (its claim re-files it), which the runs rows' ranges rely on.
       UPDATE __schema__.actions a SET member = v_member, items = a.items || p_item, due_at = v_at, cancel_by_key = v_status = 3
       WHERE a.topic = p_topic AND a.member = p_key;
     END IF;
@@ -640,6 +642,7 @@ DECLARE
   v_paused boolean;
   v_lock_timeout text := current_setting('lock_timeout');
   v_expired text[];
+  v_claim text;
 BEGIN
   IF current_setting('transaction_isolation') <> 'read committed' THEN
     RAISE EXCEPTION 'nestjs-delay: a claim must run under READ COMMITTED, this connection runs under %', current_setting('transaction_isolation')
@@ -661,8 +664,13 @@ BEGIN
     END;
   END IF;
   IF cardinality(p_finished) > 0 THEN
-    WITH over AS (DELETE FROM __schema__.runs r WHERE r.topic = p_topic AND r.claim_id = ANY (p_finished) RETURNING 1)
-    SELECT count(*) INTO v_finished FROM over;
+    -- One by one, through the primary key. A runs table holds few live rows, so its statistics make any plan look
+    -- cheap: claim_id = ANY (...) was planned as a read of every row of the topic, dead ones included (and a
+    -- long-open transaction keeps thousands of them).
+    FOREACH v_claim IN ARRAY p_finished LOOP
+      DELETE FROM __schema__.runs r WHERE r.topic = p_topic AND r.claim_id = v_claim;
+      IF FOUND THEN v_finished := v_finished + 1; END IF;
+    END LOOP;
   END IF;
   IF p_take_back AND EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND r.lease_until <= v_now) THEN
     -- The expired runs rows are locked first. A renewal or a recovery of the same claim renews only a lease still

@@ -75,11 +75,14 @@ function recordSeriesRuns(s: string, source: string, outcome: string): string {
 /**
  * An UPDATE (alias r) renewing the leases of the topic's ($1) claims named by `claimIds`, for `leaseMs` from now:
  * only leases still running, and never a runs row another transaction holds (a claim taking it back, as it expired).
+ * Each claim is looked up through the primary key (the lateral subquery, kept apart by OFFSET 0): a runs table holds
+ * few live rows, and claim_id = ANY (...) was planned as a read of every row of the topic, dead ones included.
  */
 function renewLeases(s: string, claimIds: string, leaseMs: string): string {
   return `UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + ${leaseMs}::bigint
-        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM ${s}.runs x
-            WHERE x.topic = $1::text AND x.claim_id = ANY (${claimIds}::text[]) AND x.lease_until > ${s}.clock_ms(false) FOR UPDATE SKIP LOCKED))
+        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM unnest(${claimIds}::text[]) AS c(id),
+            LATERAL (SELECT y.ctid FROM ${s}.runs y WHERE y.topic = $1::text AND y.claim_id = c.id AND y.lease_until > ${s}.clock_ms(false)
+              OFFSET 0 FOR UPDATE SKIP LOCKED) x))
           AND r.topic = $1::text`;
 }
 
@@ -179,6 +182,8 @@ export function postgresStatements(schema: string): PostgresStatements {
       woke AS (SELECT pg_notify('${s}', $1::text || ' ' || ${s}.clock_ms(false)) FROM gone)
       SELECT (SELECT count(*) FROM gone)::integer AS resumed, (SELECT count(*) FROM woke)::integer AS woke`,
     isPaused: `SELECT ${paused} AS paused`,
+    // Keeps the token and only moves a row earlier: a runs row's range (its last row) still covers a row a claim took
+    // meanwhile.
     runNow: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
       found AS (SELECT a.due_at FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND NOT ${s}.is_running($1::text, a.token)),
       moved AS (UPDATE ${s}.actions a SET due_at = c.now FROM clock c
