@@ -278,6 +278,20 @@ describe('postgres: operations and migrations', () => {
     }
   }, 60_000);
 
+  it("at shutdown the consumer deletes the runs rows of its finished claims itself (no claim follows to carry them)", async () => {
+    const schema = fresh();
+    // A long safety re-check: no claim comes after the runs below, so only the shutdown can delete their rows.
+    const { delay, worker } = await boot(schema, { wakeCheck: '60s' });
+    // Runs that last a second: any claim the writes' own wake-ups bring comes while they run, not after.
+    slowMs = 1_000;
+    await delay.scheduleMany(TOPIC, ['slow-f1', 'slow-f2', 'slow-f3'].map((key) => ({ key, delay: 0 })));
+    await pollUntil(async () => worker.runs.length === 3 && (await delay.count(TOPIC)) === 0, 'the three runs and their completions', 10_000);
+    expect(Number((await server.admin(`SELECT count(*) AS n FROM ${schema}.runs`, [], true))[0].n)).toBeGreaterThan(0);
+    await apps.pop()?.close();
+    // Well within the claims' lease (30 s): a row left behind would only go once its lease ran out.
+    await pollUntil(async () => Number((await server.admin(`SELECT count(*) AS n FROM ${schema}.runs`, [], true))[0].n) === 0, 'the runs rows to go at shutdown', 5_000);
+  });
+
   it('claims need READ COMMITTED: connections defaulting to another level are refused at connect, and a claim under it is refused', async () => {
     const schema = fresh();
     const repeatable = { connectionString: server.url, options: '-c default_transaction_isolation=repeatable\\ read' };

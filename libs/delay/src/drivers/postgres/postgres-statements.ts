@@ -73,16 +73,23 @@ function recordSeriesRuns(s: string, source: string, outcome: string): string {
 // ---- end last runs ----
 
 /**
+ * The addresses of the topic's ($1) runs rows named by `claimIds` that meet `condition` (on alias y), locked by
+ * `lock`. Each claim is looked up through the primary key (the lateral subquery, kept apart by OFFSET 0): a runs
+ * table holds few live rows, and claim_id = ANY (...) was planned as a read of every row of the topic, dead ones
+ * included. (The claim function deletes its finished claims' rows one by one, for the same reason.)
+ */
+function runsRowsOf(s: string, claimIds: string, condition: string, lock: string): string {
+  return `ARRAY(SELECT x.ctid FROM unnest(${claimIds}::text[]) AS c(id),
+            LATERAL (SELECT y.ctid FROM ${s}.runs y WHERE y.topic = $1::text AND y.claim_id = c.id AND ${condition} OFFSET 0 ${lock}) x)`;
+}
+
+/**
  * An UPDATE (alias r) renewing the leases of the topic's ($1) claims named by `claimIds`, for `leaseMs` from now:
  * only leases still running, and never a runs row another transaction holds (a claim taking it back, as it expired).
- * Each claim is looked up through the primary key (the lateral subquery, kept apart by OFFSET 0): a runs table holds
- * few live rows, and claim_id = ANY (...) was planned as a read of every row of the topic, dead ones included.
  */
 function renewLeases(s: string, claimIds: string, leaseMs: string): string {
   return `UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + ${leaseMs}::bigint
-        WHERE r.ctid = ANY (ARRAY(SELECT x.ctid FROM unnest(${claimIds}::text[]) AS c(id),
-            LATERAL (SELECT y.ctid FROM ${s}.runs y WHERE y.topic = $1::text AND y.claim_id = c.id AND y.lease_until > ${s}.clock_ms(false)
-              OFFSET 0 FOR UPDATE SKIP LOCKED) x))
+        WHERE r.ctid = ANY (${runsRowsOf(s, claimIds, `y.lease_until > ${s}.clock_ms(false)`, 'FOR UPDATE SKIP LOCKED')})
           AND r.topic = $1::text`;
 }
 
@@ -144,7 +151,7 @@ export function postgresStatements(schema: string): PostgresStatements {
       FROM renewed n, unnest(n.members, n.tokens) AS u(member, token), ${s}.actions a
       WHERE a.topic = $1::text AND a.member = u.member AND a.token = u.token`,
     // Runs rows of this consumer's claims that are over ($2: every outcome recorded).
-    finish: `DELETE FROM ${s}.runs r WHERE r.topic = $1::text AND r.claim_id = ANY ($2::text[])`,
+    finish: `DELETE FROM ${s}.runs r WHERE r.ctid = ANY (${runsRowsOf(s, '$2', 'true', 'FOR UPDATE')}) AND r.topic = $1::text`,
     complete: `DELETE FROM ${s}.actions a USING unnest($2::text[], $3::bigint[]) AS r(member, token)
       WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token`,
     retry: `UPDATE ${s}.actions a SET token = nextval('${s}.tokens'), attempt = a.attempt + 1, due_at = ${s}.clock_ms(false) + $4::bigint
