@@ -87,7 +87,7 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     const producer = await instance(schema, server.url, false);
     for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
     proxy = await TcpFaultProxy.start(server.port);
-    const reset = proxy.resetOnReply('.claim($1::text');
+    const reset = proxy.resetOnReply('.claim($1::');
     await instance(schema, proxiedUrl(proxy.port), true);
     await pollUntil(() => reset.at.length === 1, 'the claim to be reset', 5_000, 10);
     // A second, healthy instance: it would take the actions over (as attempt 2, so dead) if their lease ran out first.
@@ -105,7 +105,7 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     const schema = `lost_${process.pid}_${++schemas}`;
     const producer = await instance(schema, server.url, false);
     proxy = await TcpFaultProxy.start(server.port);
-    const reset = proxy.resetOnReply('USING unnest($2::text[], $3::bigint[]) AS r(member, token)');
+    const reset = proxy.resetOnReply('.complete($1::');
     await instance(schema, proxiedUrl(proxy.port), true);
     for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
     await pollUntil(() => reset.at.length === 1, 'a completion to be reset', 5_000, 10);

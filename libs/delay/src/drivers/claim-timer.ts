@@ -16,6 +16,11 @@ export class ClaimTimer {
     private readonly fire: () => void,
   ) {}
 
+  /** The store time it is armed for; Infinity when not armed. */
+  get armedAt(): number {
+    return this.timerAt;
+  }
+
   /** Fires at store time `at`, unless it is already armed for that time or earlier. */
   armAt(at: number): void {
     if (at >= this.timerAt) return;

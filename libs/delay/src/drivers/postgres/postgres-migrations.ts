@@ -12,6 +12,8 @@
  * (COLLATE "C"), as on the other drivers.
  */
 
+import { STATEMENT_FUNCTIONS_SQL } from './postgres-statement-functions.sql';
+
 /** The schema the driver uses when none is configured. */
 export const POSTGRES_DEFAULT_SCHEMA = 'nestjs_delay';
 
@@ -123,13 +125,13 @@ CREATE INDEX runs_ticks ON __schema__.runs (topic) WHERE ticks;
 -- that scan from the topic's first row, about once a second (p_take_back).
 
 -- Whether the arming with this token is running.
-CREATE FUNCTION __schema__.is_running(p_topic text, p_token bigint) RETURNS boolean LANGUAGE sql STABLE AS $fn$
+CREATE FUNCTION __schema__.is_running(p_topic text, p_token bigint) RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
   SELECT EXISTS (SELECT 1 FROM __schema__.runs r WHERE r.topic = p_topic AND p_token = ANY (r.tokens))
 $fn$;
 
 -- The earliest due time of the topic's actions that are not running: a
 -- write notifies only when it moves this earlier.
-CREATE FUNCTION __schema__.earliest_waiting(p_topic text) RETURNS bigint LANGUAGE sql STABLE AS $fn$
+CREATE FUNCTION __schema__.earliest_waiting(p_topic text) RETURNS bigint LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
   SELECT min(a.due_at) FROM __schema__.actions a
   WHERE a.topic = p_topic AND a.token NOT IN (SELECT unnest(r.tokens) FROM __schema__.runs r WHERE r.topic = p_topic)
 $fn$;
@@ -154,13 +156,50 @@ CREATE TABLE __schema__.paused_topics (
   paused_at bigint NOT NULL
 );
 
+-- Turns: the claims of a topic take turns by locking the topic's row here
+-- (see the claim). A row lock of a table of the driver's own schema: no role
+-- without UPDATE on it can take it, where an advisory lock is any role's to
+-- take (and so to hold, stalling the topic).
+CREATE TABLE __schema__.turns (
+  topic text COLLATE "C" PRIMARY KEY
+);
+
+-- Wake-ups. A write that makes a topic's earliest due time earlier notifies
+-- the channel named after the schema. Any role may LISTEN to a channel, and
+-- NOTIFY it, so a notification carries only a tag of the topic: the first 16
+-- hex digits of md5(key || topic), where the key is a random value only the
+-- driver's roles can read. An instance wakes the consumer of the topic whose
+-- tag it is; no due time is sent (the claim it makes tells it), and a flood of
+-- notifications (forged or replayed) costs each instance a bounded number of
+-- claims (the consumer spaces out wakes that found nothing new).
+CREATE TABLE __schema__.wake_key (
+  key text NOT NULL
+);
+INSERT INTO __schema__.wake_key (key) VALUES (md5(gen_random_uuid()::text || gen_random_uuid()::text));
+
+CREATE FUNCTION __schema__.wake_tag(p_topic text) RETURNS text LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT left(md5(k.key || p_topic), 16) FROM __schema__.wake_key k LIMIT 1
+$fn$;
+
+CREATE FUNCTION __schema__.wake(p_topic text) RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  PERFORM pg_notify('__schema__', __schema__.wake_tag(p_topic));
+END
+$fn$;
+
+-- The tags of the topics an instance consumes, read at its start.
+CREATE FUNCTION __schema__.wake_tags(p_topics text[]) RETURNS TABLE (topic text, tag text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT t.topic, __schema__.wake_tag(t.topic) FROM unnest(p_topics) AS t(topic)
+$fn$;
+
 -- The database's time in ms. With in_tx, it also refuses to run outside a
 -- transaction block: a statement sent without parameters (the simple query
 -- protocol) in autocommit has now() = statement_timestamp(), while inside
 -- BEGIN ... every statement after BEGIN starts later than its transaction.
 -- A write meant for the application's transaction then fails instead of
 -- committing on its own.
-CREATE FUNCTION __schema__.clock_ms(in_tx boolean) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+CREATE FUNCTION __schema__.clock_ms(in_tx boolean) RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   IF in_tx AND now() = statement_timestamp() THEN
     RAISE EXCEPTION 'nestjs-delay: the transaction passed in is not open; this write would have committed on its own' USING ERRCODE = 'NDTX1';
@@ -182,7 +221,7 @@ CREATE FUNCTION __schema__.schedule(
   p_topic text, p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[], p_keep boolean[], p_traces text[],
   p_max_past bigint, p_horizon bigint, p_in_tx boolean
 ) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
-LANGUAGE plpgsql VOLATILE AS $fn$
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   v_now bigint := __schema__.clock_ms(p_in_tx);
   v_count integer := coalesce(cardinality(p_keys), 0);
@@ -241,8 +280,8 @@ BEGIN
       RETURN QUERY SELECT CASE WHEN v_created THEN 1 ELSE 2 END, v_at, p_payloads[n], 1, v_now;
     END IF;
   END LOOP;
-  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest) THEN
-    PERFORM pg_notify('__schema__', p_topic || ' ' || v_soonest);
+  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest OR v_earliest <= v_now) THEN
+    PERFORM __schema__.wake(p_topic);
   END IF;
 END
 $fn$;
@@ -253,21 +292,26 @@ $fn$;
 CREATE FUNCTION __schema__.reschedule(
   p_topic text, p_key text, p_absolute boolean, p_value bigint, p_max_past bigint, p_horizon bigint, p_in_tx boolean
 ) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
-LANGUAGE plpgsql VOLATILE AS $fn$
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   v_now bigint := __schema__.clock_ms(p_in_tx);
   v_at bigint := CASE WHEN p_absolute THEN p_value ELSE v_now + p_value END;
   v_row __schema__.actions%ROWTYPE;
   v_earliest bigint;
 BEGIN
-  SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
-  IF NOT FOUND THEN RETURN QUERY SELECT 0, v_at, NULL::text, 0, v_now; RETURN; END IF;
+  -- A key with no action may be being armed for the first time by another open transaction: armed_meanwhile waits
+  -- for it, and the reschedule applies on top of it once it commits (as it does on top of a re-arming).
+  LOOP
+    SELECT * INTO v_row FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key FOR UPDATE;
+    EXIT WHEN FOUND;
+    IF NOT __schema__.armed_meanwhile(p_topic, p_key) THEN RETURN QUERY SELECT 0, v_at, NULL::text, 0, v_now; RETURN; END IF;
+  END LOOP;
   IF v_row.batch THEN RETURN QUERY SELECT -3, v_at, NULL::text, 0, v_now; RETURN; END IF;
   IF v_at < 0 OR v_at < v_now - p_max_past THEN RETURN QUERY SELECT -1, v_at, NULL::text, 0, v_now; RETURN; END IF;
   IF v_at > v_now + p_horizon THEN RETURN QUERY SELECT -2, v_at, NULL::text, 0, v_now; RETURN; END IF;
   v_earliest := __schema__.earliest_waiting(p_topic);
   UPDATE __schema__.actions a SET due_at = v_at, token = nextval('__schema__.tokens') WHERE a.topic = p_topic AND a.member = p_key;
-  IF v_earliest IS NULL OR v_at < v_earliest THEN PERFORM pg_notify('__schema__', p_topic || ' ' || v_at); END IF;
+  IF v_earliest IS NULL OR v_at < v_earliest OR v_earliest <= v_now THEN PERFORM __schema__.wake(p_topic); END IF;
   RETURN QUERY SELECT 1, v_at, v_row.payload, v_row.attempt, v_now;
 END
 $fn$;
@@ -284,7 +328,7 @@ CREATE FUNCTION __schema__.collect(
   p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_in_tx boolean,
   p_max_bytes bigint
 ) RETURNS TABLE (status integer, size integer, due_at bigint, now_ms bigint)
-LANGUAGE plpgsql VOLATILE AS $fn$
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   v_now bigint := __schema__.clock_ms(p_in_tx);
   v_row __schema__.actions%ROWTYPE;
@@ -343,7 +387,7 @@ BEGIN
     END IF;
     EXIT;
   END LOOP;
-  IF v_earliest IS NULL OR v_at < v_earliest THEN PERFORM pg_notify('__schema__', p_topic || ' ' || v_at); END IF;
+  IF v_earliest IS NULL OR v_at < v_earliest OR v_earliest <= v_now THEN PERFORM __schema__.wake(p_topic); END IF;
   RETURN QUERY SELECT v_status, v_size, v_at, v_now;
 END
 $fn$;
@@ -352,7 +396,7 @@ $fn$;
 -- single action replaces one pending for its key; a batch comes back as the
 -- closed unit it was, under its own id. 1 re-driven, 0 none, -3 a single
 -- action whose key has an open batch (nothing changes).
-CREATE FUNCTION __schema__.redrive(p_topic text, p_id text) RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
+CREATE FUNCTION __schema__.redrive(p_topic text, p_id text) RETURNS integer LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   v_now bigint := __schema__.clock_ms(false);
   v_dead __schema__.dead%ROWTYPE;
@@ -365,7 +409,7 @@ BEGIN
   VALUES (p_topic, p_id, v_dead.key, nextval('__schema__.tokens'), v_now, v_dead.payload, v_dead.batch, v_dead.items, CASE WHEN v_dead.batch THEN v_now END)
   ON CONFLICT (topic, member) DO UPDATE SET token = excluded.token, attempt = 1, due_at = excluded.due_at,
     payload = excluded.payload, batch = excluded.batch, items = excluded.items, opened_at = excluded.opened_at, cancel_by_key = false, trace = NULL;
-  PERFORM pg_notify('__schema__', p_topic || ' ' || v_now);
+  PERFORM __schema__.wake(p_topic);
   RETURN 1;
 END
 $fn$;
@@ -442,7 +486,7 @@ CREATE FUNCTION __schema__.advance_series(
   p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[],
   p_orphan_grace bigint
 ) RETURNS TABLE (status integer, created text[], skipped text[], cancelled text[], soonest bigint, now_ms bigint)
-LANGUAGE plpgsql VOLATILE AS $fn$
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   v_now bigint := __schema__.clock_ms(false);
   v_count integer := coalesce(cardinality(p_keys), 0);
@@ -574,8 +618,8 @@ BEGIN
     ON CONFLICT (topic, key) DO UPDATE SET occurrences = excluded.occurrences;
   END IF;
 
-  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest) THEN
-    PERFORM pg_notify('__schema__', p_topic || ' ' || v_soonest);
+  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest OR v_earliest <= v_now) THEN
+    PERFORM __schema__.wake(p_topic);
   END IF;
   RETURN QUERY SELECT 1, v_created, v_skipped, v_cancelled, v_soonest, v_now;
 END
@@ -598,8 +642,8 @@ $fn$;
 --    completions, are left (and so is the runs row, for a later claim). The
 --    look reads every runs row of the topic, so a draining consumer asks for
 --    it once a second, not in every claim.
--- 4. From here to its commit, the claims of one topic take turns (a
---    transaction-level advisory lock). A claim writes nothing to the rows it
+-- 4. From here to its commit, the claims of one topic take turns (the lock
+--    of the topic's row in turns, which no role without UPDATE on it can take). A claim writes nothing to the rows it
 --    takes, so nothing on them stops a claim whose snapshot was taken before
 --    another claim committed from taking them again; each statement of this
 --    function takes its snapshot after the lock (READ COMMITTED: refused under
@@ -629,7 +673,7 @@ CREATE FUNCTION __schema__.claim(
   now_ms bigint, revived integer, paused boolean, completed integer, finished integer, next_at bigint, more_due boolean,
   next_tick bigint, more_ticks boolean, busy boolean, last_due bigint, last_member text,
   member text, key text, token bigint, attempt integer, due_at bigint, payload text, batch boolean, items text[], trace text, tick boolean
-) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 DECLARE
   -- The clock when the call started: what is due, and what the consumer's clock offset is measured against.
@@ -696,7 +740,12 @@ BEGIN
   -- about a claim still waiting on the server). Not had: this claim takes nothing (busy), and what came before stands.
   BEGIN
     PERFORM set_config('lock_timeout', greatest(p_turn_wait, 1)::text || 'ms', true);
-    PERFORM pg_advisory_xact_lock(1852075107, hashtext('__schema__ ' || p_topic));
+    PERFORM 1 FROM __schema__.turns t WHERE t.topic = p_topic FOR UPDATE;
+    IF NOT FOUND THEN
+      -- The topic's first claim: its row is made (claims meeting here wait on its key), then locked.
+      INSERT INTO __schema__.turns (topic) VALUES (p_topic) ON CONFLICT (topic) DO NOTHING;
+      PERFORM 1 FROM __schema__.turns t WHERE t.topic = p_topic FOR UPDATE;
+    END IF;
     PERFORM set_config('lock_timeout', v_lock_timeout, true);
   EXCEPTION WHEN lock_not_available THEN
     RETURN QUERY SELECT v_now, v_revived, false, v_completed, v_finished, NULL::bigint, true, NULL::bigint, false, true, NULL::bigint, NULL::text,
@@ -766,6 +815,6 @@ BEGIN
 END
 $fn$;
 -- ---- end the claim ----
-`,
+${STATEMENT_FUNCTIONS_SQL}`,
   },
 ];

@@ -9,6 +9,7 @@ import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
 import { PostgresConnection, Row } from './postgres-connection';
 import { PostgresClaimLedger } from './postgres-claim-ledger';
+import { PostgresClockOffset } from './postgres-clock-offset';
 import { AckBatch, PendingAcks } from './postgres-pending-acks';
 import { int, toDelivery } from './postgres-rows';
 import { PostgresStatements } from './postgres-statements';
@@ -20,6 +21,15 @@ const TICKS_PER_CLAIM = 64;
  * first row (and looks for expired leases to take back).
  */
 const FULL_SCAN_EVERY_MS = 1_000;
+/**
+ * A notification that led to a claim that found nothing new (forged, replayed, or for a due time already known)
+ * spaces out the claims the next ones cause: from this gap, doubling up to NOTIFIED_GAP_MAX_MS. Any role may notify
+ * the channel; a flood then costs each instance a few claims per second per topic, not one claim per notification.
+ */
+const NOTIFIED_GAP_MIN_MS = 20;
+const NOTIFIED_GAP_MAX_MS = 250;
+/** Claims that wait this long in a row for the topic's turn make the topic unhealthy (with a warning) and are logged. */
+const STALLED_AFTER_MS = 5_000;
 
 /** The claim's first row describes it (its head); the others are the actions it took. */
 function headOf(rows: readonly Row[]): Row {
@@ -69,6 +79,15 @@ export class PostgresTopicConsumer {
   /** Runs whose handler is done but whose outcome is not recorded yet: their claims' leases are still renewed. */
   private readonly settling = new Map<Delivery, RunRef>();
   private readonly claims = new PostgresClaimLedger();
+  /** A notification came (while a claim was in flight, or while its claim waits for the gap below). */
+  private notified = false;
+  /** The gap kept between claims caused by notifications: 0 while they find something new. */
+  private notifiedGapMs = 0;
+  private lastNotifiedClaimAt = 0;
+  private notifiedTimer: NodeJS.Timeout | undefined;
+  /** Since when (local ms) every claim has waited for the topic's turn in vain; undefined once one had it. */
+  private busySince: number | undefined;
+  private stallLogged = false;
   private used = 0;
   private readonly timer: ClaimTimer;
   private claiming = false;
@@ -102,10 +121,10 @@ export class PostgresTopicConsumer {
     private readonly sql: PostgresStatements,
     private readonly consumer: DelayConsumer,
     private readonly inFlight: InFlightTracker,
-    /** Database time minus local time, kept fresh from every claim. */
-    private readonly clockSkew: { value: number },
+    /** Database time minus local time, sampled by every claim. */
+    private readonly clockOffset: PostgresClockOffset,
   ) {
-    this.timer = new ClaimTimer(clockSkew, () => void this.claim());
+    this.timer = new ClaimTimer(clockOffset, () => void this.claim());
   }
 
   get topic(): string {
@@ -117,9 +136,14 @@ export class PostgresTopicConsumer {
     return Math.max(1, Math.floor(Math.min(this.settings.leaseMs, this.connection.commandTimeoutMs) / 2));
   }
 
-  /** Running, and its last claim reached the database (health). */
+  /** Running, its last claim reached the database, and its claims have their turns (health). */
   get alive(): boolean {
-    return !this.stopped && this.failures === 0;
+    return !this.stopped && this.failures === 0 && this.stalledForMs < STALLED_AFTER_MS;
+  }
+
+  /** How long every claim has waited in vain for the topic's turn (another session holds the topic's row in turns), ms; 0 when claims have it. */
+  get stalledForMs(): number {
+    return this.busySince === undefined ? 0 : Date.now() - this.busySince;
   }
 
   get holdsLeases(): boolean {
@@ -134,6 +158,26 @@ export class PostgresTopicConsumer {
     else this.timer.armAt(at);
   }
 
+  /**
+   * A notification named this topic: a write made its earliest due time earlier. Claims now, unless the
+   * notifications before it found nothing new (a flood: any role may notify): then at most one claim per gap.
+   */
+  notify(): void {
+    if (this.stopped) return;
+    this.scanFromStart = true;
+    this.notified = true;
+    if (this.claiming || this.notifiedTimer) return;
+    const wait = this.lastNotifiedClaimAt + this.notifiedGapMs - Date.now();
+    if (wait <= 0) {
+      void this.claim();
+      return;
+    }
+    this.notifiedTimer = setTimeout(() => {
+      this.notifiedTimer = undefined;
+      if (this.notified) void this.claim();
+    }, wait);
+  }
+
   /** Looks now: at start, after the LISTEN connection came back. */
   kick(): void {
     this.scanFromStart = true;
@@ -143,6 +187,8 @@ export class PostgresTopicConsumer {
   stop(): void {
     this.stopped = true;
     this.timer.disarm();
+    if (this.notifiedTimer) clearTimeout(this.notifiedTimer);
+    this.notifiedTimer = undefined;
     // A claim in flight flushes them when it returns.
     if (!this.claiming) {
       this.flushAcksLeft();
@@ -189,6 +235,11 @@ export class PostgresTopicConsumer {
     this.claiming = true;
     this.claimAgain = false;
     this.wakeDuringClaim = Infinity;
+    // A claim answers every notification that came before it; one that came for it is judged by what it finds.
+    const forNotification = this.notified;
+    this.notified = false;
+    if (forNotification) this.lastNotifiedClaimAt = Date.now();
+    const armedBefore = this.timer.armedAt;
     this.waitingForRoom = false;
     const { topic, leaseMs } = this.settings;
     const limit = Math.max(0, Math.min(this.settings.claimBatch, this.settings.concurrency - this.used));
@@ -239,6 +290,7 @@ export class PostgresTopicConsumer {
       ]);
       this.failures = 0;
       this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
+      this.clockOffset.observe(int(headOf(rows).now_ms), sentAt);
       this.settleCarried(carried, headOf(rows));
     } catch (error) {
       // Completions the claim carried are recorded on their own (deleting by token again is harmless if it did commit).
@@ -255,16 +307,13 @@ export class PostgresTopicConsumer {
       this.claiming = false;
       this.inFlight.leave();
       this.retryLater(error);
+      if (this.notified) this.notify();
       return;
     }
     this.claiming = false;
     const head = headOf(rows);
     const now = int(head.now_ms);
-    // The database read its clock when the statement started, just after it was sent: measured against the
-    // time of sending, the offset is not cut short by the statement's own run and commit (which would arm every
-    // timer that much late); at most the way there is added, and a timer that fires a little early finds
-    // nothing due and is armed again.
-    this.clockSkew.value = now - sentAt;
+    this.noteTurn(head.busy === true);
     const claimed = rows.filter((row) => row.member !== null);
     // Recovered rows name their claim (a column of the recover statement); the claim's own rows are this claim's.
     for (const row of claimed) row.claim_id = claimId;
@@ -285,6 +334,13 @@ export class PostgresTopicConsumer {
     const slotted = taken.length - ticks;
     this.used -= limit - slotted;
     this.runTaken(taken, now);
+    if (forNotification) {
+      const nextAt = head.next_at === null ? Infinity : int(head.next_at);
+      const foundNew = taken.length > 0 || int(head.revived) > 0 || nextAt < armedBefore;
+      this.notifiedGapMs = foundNew ? 0 : Math.min(NOTIFIED_GAP_MAX_MS, Math.max(NOTIFIED_GAP_MIN_MS, this.notifiedGapMs * 2));
+    }
+    // Notifications that came while this claim was on its way get a claim of their own (spaced out as above).
+    if (this.notified && !this.stopped) this.notify();
     if (!this.stopped && this.planNext(head, now, limit, slotted, ticks)) this.queueClaim();
     // Completions that waited for this claim and have no claim to ride on next. (Finished claims wait for the next
     // claim, at the latest the safety re-check: a statement of their own would be one more commit per action.)
@@ -315,8 +371,9 @@ export class PostgresTopicConsumer {
     if (moreDue && full) this.waitingForRoom = true;
     let nextAt = paused ? Infinity : head.next_at === null ? Infinity : int(head.next_at);
     if ((moreDue && !full) || moreTicks) {
-      // Due rows another transaction holds: look again shortly, backing off while they stay held.
-      nextAt = now + Math.min(1_000, 25 * 2 ** Math.min(this.lockedLooks++, 6));
+      // Due rows another transaction holds: look again shortly, backing off while they stay held, but never later
+      // than the next free action is due (a held row must not make the others late).
+      nextAt = Math.min(nextAt, now + Math.min(1_000, 25 * 2 ** Math.min(this.lockedLooks++, 6)));
     } else {
       this.lockedLooks = 0;
     }
@@ -344,6 +401,23 @@ export class PostgresTopicConsumer {
     }
   }
 
+  /** Whether this claim had the topic's turn: claims that wait in vain for STALLED_AFTER_MS are logged (and health says so). */
+  private noteTurn(busy: boolean): void {
+    if (!busy) {
+      if (this.stallLogged) this.logger.log(`Claims of "${this.settings.topic}" have their turn again`);
+      this.busySince = undefined;
+      this.stallLogged = false;
+      return;
+    }
+    this.busySince ??= Date.now() - this.turnWaitMs;
+    if (!this.stallLogged && this.stalledForMs >= STALLED_AFTER_MS) {
+      this.stallLogged = true;
+      this.logger.warn(
+        `Claims of "${this.settings.topic}" have waited ${Math.round(this.stalledForMs / 1000)} s for the topic's turn: another session holds the lock of its row in the driver's turns table (see pg_locks); nothing of the topic runs here meanwhile`,
+      );
+    }
+  }
+
   /** One claim for every slot freed in this turn of the event loop, not one per slot. */
   private queueClaim(): void {
     if (this.claimQueued) return;
@@ -360,7 +434,7 @@ export class PostgresTopicConsumer {
     if (this.failures === 1 || this.failures % 20 === 0) {
       this.logger.warn(`Claiming "${this.settings.topic}" failed (${describeError(error)}); retrying`);
     }
-    this.timer.armAt(Date.now() + this.clockSkew.value + retryDelay(this.failures));
+    this.timer.armAt(Date.now() + this.clockOffset.value + retryDelay(this.failures));
   }
 
   private run(row: Row, now: number, tick: boolean): void {

@@ -5,8 +5,8 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { PostgresConnection } from './postgres-connection';
 
-/** One topic's wake-up: something of it is due at `dueAt` (database ms). */
-export type WakeHandler = (dueAt: number) => void;
+/** One topic's wake-up: a write made its earliest due time earlier (the claim it makes tells when). */
+export type WakeHandler = () => void;
 
 /** The LISTEN connection as the listener uses it: a pg.Client of its own, or a client borrowed from the application's pool for good. */
 interface ListenClient {
@@ -16,9 +16,10 @@ interface ListenClient {
 
 /**
  * LISTENs on the schema's wake channel on a connection of its own. Writes
- * that make a topic's earliest due time earlier notify it (pg_notify in the
- * same statement, so the message goes out only if the write commits), and
- * the topic's consumer re-arms its timer.
+ * that make a topic's earliest due time earlier notify it with the topic's
+ * tag (pg_notify in the same statement, so the message goes out only if the
+ * write commits), and the topic's consumer looks. Any role may notify the
+ * channel: the consumer bounds what a flood of notifications costs.
  *
  * A notification is lost with its connection, and a connection can die
  * without a word; so every `wakeCheckMs` the connection must answer a
@@ -31,13 +32,18 @@ export class PostgresWakeListener {
   private checkTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The handlers by their topic's tag, read at every connect. */
+  private byTag = new Map<string, WakeHandler>();
   private connecting = false;
   private failures = 0;
 
   constructor(
     private readonly connection: PostgresConnection,
     private readonly channel: string,
+    /** By topic. */
     private readonly handlers: ReadonlyMap<string, WakeHandler>,
+    /** The statement that reads the topics' tags ($1 the topics: rows of topic, tag). */
+    private readonly tagsSql: string,
     private readonly lookAgain: () => void,
     private readonly wakeCheckMs: number,
   ) {}
@@ -60,12 +66,10 @@ export class PostgresWakeListener {
     this.drop();
   }
 
+  /** A notification names a topic by its tag (see wake_tag in the migrations); any other payload is ignored. */
   private readonly onNotification = (message: { channel: string; payload?: string }): void => {
     if (message.channel !== this.channel || !message.payload) return;
-    const space = message.payload.lastIndexOf(' ');
-    const handler = this.handlers.get(message.payload.slice(0, space));
-    const dueAt = Number(message.payload.slice(space + 1));
-    if (handler && Number.isFinite(dueAt)) handler(dueAt);
+    this.byTag.get(message.payload)?.();
   };
 
   private readonly onLost = (): void => {
@@ -87,6 +91,11 @@ export class PostgresWakeListener {
       client.on('error', this.onLost);
       client.on('end', this.onLost);
       await settleWithin(client.query(`LISTEN ${this.channel}`), timeoutMs, () => new Error(`LISTEN not answered within ${timeoutMs} ms`));
+      const tags = await settleWithin(client.query(this.tagsSql, [[...this.handlers.keys()]]), timeoutMs, () => new Error(`the topics' tags were not read within ${timeoutMs} ms`));
+      this.byTag = new Map(tags.rows.flatMap((row) => {
+        const handler = this.handlers.get(String(row.topic));
+        return handler ? [[String(row.tag), handler] as const] : [];
+      }));
       if (this.stopped) {
         opened.close();
         return;

@@ -31,6 +31,7 @@ import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { sqlStateOf } from '../../transactions/sql-state';
+import { PostgresClockOffset } from './postgres-clock-offset';
 import { PostgresConnection, Row } from './postgres-connection';
 import { POSTGRES_DEFAULT_SCHEMA, SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
 import { int, toDeadAction, toStoredAction } from './postgres-rows';
@@ -73,7 +74,7 @@ export class PostgresDriver implements DelayDriver {
   private readonly listen: boolean;
   private readonly consumers = new Map<string, PostgresTopicConsumer>();
   private readonly inFlight = new InFlightTracker();
-  private readonly clockSkew = { value: 0 };
+  private readonly clockOffset = new PostgresClockOffset();
   private readonly order = new WriteOrder();
   private readonly gatherer: PostgresWriteGatherer;
   private listener: PostgresWakeListener | undefined;
@@ -141,9 +142,10 @@ export class PostgresDriver implements DelayDriver {
     const { topic, key, due } = command;
     if (hasNul(key)) return null;
     const [absolute, value] = dueParams(due);
+    const sentAt = Date.now();
     const rows = await this.write(topic, [key], command.transaction, this.sql.reschedule, (inTx) => [topic, key, absolute, value, command.maxPastMs, this.horizonMs, inTx]);
     const row = rows[0];
-    this.sawNow(row.now_ms);
+    this.sawNow(row.now_ms, sentAt);
     const status = int(row.status);
     if (status === 0) return null;
     if (status < 0) throw this.refusal(status, topic, key, due, int(row.due_at), command.maxPastMs);
@@ -189,6 +191,7 @@ export class PostgresDriver implements DelayDriver {
   async collect(command: CollectCommand): Promise<CollectResult> {
     const { topic, key } = command;
     if (hasNul(key)) throw new InvalidKeyError(key, 'contains U+0000, which PostgreSQL cannot store in text');
+    const sentAt = Date.now();
     const rows = await this.write(topic, [key], command.transaction, this.sql.collect, (inTx) => [
       topic,
       key,
@@ -202,7 +205,7 @@ export class PostgresDriver implements DelayDriver {
       command.maxBytes ?? -1,
     ]);
     const row = rows[0];
-    this.sawNow(row.now_ms);
+    this.sawNow(row.now_ms, sentAt);
     const status = int(row.status);
     if (status === -3) throw new ActionKindConflictError(topic, key, 'action');
     if (status === -4) throw new BatchTooLargeError(topic, key, int(row.due_at), command.maxBytes ?? 0);
@@ -221,14 +224,14 @@ export class PostgresDriver implements DelayDriver {
         this.sql,
         consumer,
         this.inFlight,
-        this.clockSkew,
+        this.clockOffset,
       );
       this.consumers.set(topic, topicConsumer);
-      wakes.set(topic, (dueAt) => topicConsumer.wake(dueAt));
+      wakes.set(topic, () => topicConsumer.notify());
     }
     if (this.listen) {
       // The listener looks at every topic once it listens (and again after every reconnect).
-      this.listener = new PostgresWakeListener(this.connection, this.sql.channel, wakes, this.lookAgain, this.wakeCheckMs);
+      this.listener = new PostgresWakeListener(this.connection, this.sql.channel, wakes, this.sql.wakeTags, this.lookAgain, this.wakeCheckMs);
       await this.listener.start();
       // It could not listen yet (it keeps trying): the consumers must not wait for it to look.
       if (!this.listener.listening) this.lookAgain();
@@ -299,6 +302,7 @@ export class PostgresDriver implements DelayDriver {
     const [nextKind, nextValue, nextPayload] =
       next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
     const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
+    const sentAt = Date.now();
     const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (inTx) => [
       topic,
       key,
@@ -316,7 +320,7 @@ export class PostgresDriver implements DelayDriver {
       inTx,
     ]);
     const row = rows[0];
-    this.sawNow(row.now_ms);
+    this.sawNow(row.now_ms, sentAt);
     const status = int(row.status);
     if (status === -3) throw new ActionKindConflictError(topic, key, 'batch');
     if (status === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
@@ -396,7 +400,11 @@ export class PostgresDriver implements DelayDriver {
           paused: row.paused === true,
         };
       });
-      return { up: true, roundTripMs, topics };
+      // Claims that keep waiting for their turn: another session holds the topic's row in turns.
+      const warnings = consumers
+        .filter((topicConsumer) => topicConsumer.stalledForMs > 0 && !topicConsumer.alive)
+        .map((topicConsumer) => `claims of "${topicConsumer.topic}" have waited ${Math.round(topicConsumer.stalledForMs / 1000)} s for the topic's turn: another session holds the lock of its row in ${this.schema}.turns`);
+      return warnings.length > 0 ? { up: true, roundTripMs, topics, warnings } : { up: true, roundTripMs, topics };
     } catch {
       return down();
     }
@@ -448,6 +456,7 @@ export class PostgresDriver implements DelayDriver {
     const keys = entries.map((entry) => entry.key);
     const dues = entries.map((entry) => dueParams(entry.due));
     let rows: Row[];
+    const sentAt = Date.now();
     try {
       rows = await run((inTx) => [
         topic,
@@ -467,7 +476,7 @@ export class PostgresDriver implements DelayDriver {
       throw error;
     }
     const first = rows[0];
-    this.sawNow(first.now_ms);
+    this.sawNow(first.now_ms, sentAt);
     const status = int(first.status);
     if (status < 0) {
       const entry = entries[int(first.attempt) - 1];
@@ -495,8 +504,9 @@ export class PostgresDriver implements DelayDriver {
 
   // ---- helpers -----------------------------------------------------------
 
-  private sawNow(now: unknown): void {
-    if (now !== null && now !== undefined) this.clockSkew.value = int(now) - Date.now();
+  /** A reply carrying the database's time, for a call sent at `sentAt`: a sample of the clock offset. */
+  private sawNow(now: unknown, sentAt: number): void {
+    if (now !== null && now !== undefined) this.clockOffset.observe(int(now), sentAt);
   }
 
   /** The typed error for a refused due time (-1 too far in the past, -2 beyond the horizon) or key (-3 a batch), as every driver throws. */
@@ -512,7 +522,7 @@ export class PostgresDriver implements DelayDriver {
    * connection whose role or database defaults to another level would have every claim refused.
    */
   private async checkIsolation(): Promise<void> {
-    const [row] = await this.connection.query("SELECT current_setting('transaction_isolation') AS level");
+    const [row] = await this.connection.query("SELECT pg_catalog.current_setting('transaction_isolation'::pg_catalog.text) AS level");
     if (row?.level !== 'read committed') {
       throw new DriverUnavailableError(
         `the driver's connections run under ${String(row?.level)} by default; it needs READ COMMITTED: set default_transaction_isolation to 'read committed' for the role or database it connects as (ALTER ROLE ... SET default_transaction_isolation = 'read committed')`,
