@@ -175,7 +175,8 @@ CREATE TABLE __schema__.turns (
 CREATE TABLE __schema__.wake_key (
   key text NOT NULL
 );
-INSERT INTO __schema__.wake_key (key) VALUES (md5(gen_random_uuid()::text || gen_random_uuid()::text));
+-- random() is seeded from the server's strong random source when each session starts (PostgreSQL 12 has no gen_random_uuid without an extension).
+INSERT INTO __schema__.wake_key (key) VALUES (md5(random()::text || random()::text || random()::text || clock_timestamp()::text));
 
 CREATE FUNCTION __schema__.wake_tag(p_topic text) RETURNS text LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
   SELECT left(md5(k.key || p_topic), 16) FROM __schema__.wake_key k LIMIT 1

@@ -239,7 +239,8 @@ BEGIN
   ON CONFLICT (topic, id) DO UPDATE SET key = excluded.key, payload = excluded.payload, batch = excluded.batch, items = excluded.items,
     due_at = excluded.due_at, attempts = excluded.attempts, error = excluded.error, died_at = excluded.died_at;
   GET DIAGNOSTICS v_buried = ROW_COUNT;
-  RETURN QUERY SELECT v_buried;
+  -- A row only when one was buried (the statement sent is then free of any operator).
+  IF v_buried > 0 THEN RETURN QUERY SELECT v_buried; END IF;
 END
 $fn$;
 
@@ -260,11 +261,12 @@ BEGIN
 END
 $fn$;
 
+-- pause: a row when the topic was not paused before.
 CREATE FUNCTION __schema__.pause(p_topic text) RETURNS TABLE (paused boolean)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   INSERT INTO __schema__.paused_topics (topic, paused_at) VALUES (p_topic, __schema__.clock_ms(false)) ON CONFLICT (topic) DO NOTHING;
-  RETURN QUERY SELECT FOUND;
+  IF FOUND THEN RETURN QUERY SELECT true; END IF;
 END
 $fn$;
 

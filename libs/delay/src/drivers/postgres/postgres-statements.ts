@@ -96,7 +96,7 @@ export function postgresStatements(schema: string): PostgresStatements {
     // $1 topic, $2 member, $3 token, $4 backoff ms.
     retry: `SELECT due_at FROM ${s}.retry($1::${text}, $2::${text}, $3::${bigint}, $4::${bigint})`,
     // $1 topic, $2 member, $3 token, $4 error.
-    bury: `SELECT buried FROM ${s}.bury($1::${text}, $2::${text}, $3::${bigint}, $4::${text}) WHERE buried > 0`,
+    bury: `SELECT buried FROM ${s}.bury($1::${text}, $2::${text}, $3::${bigint}, $4::${text})`,
     // ---- lease renewal, reporting runs whose arming is gone ----
     // $1 topic, $2 lease ms, $3 the claims whose runs are not over, $4 members, $5 tokens of the runs going on. Returns
     // the members whose row is gone or holds another token (cancelled, re-armed, taken back after the lease ran out);
@@ -106,7 +106,7 @@ export function postgresStatements(schema: string): PostgresStatements {
     // ---- end lease renewal ----
     // At shutdown: runs still going are handed back, same attempt, under a new token; every instance is told.
     release: `SELECT released FROM ${s}.release($1::${text}, $2::${text}[], $3::${bigint}[])`,
-    pause: `SELECT paused FROM ${s}.pause($1::${text}) WHERE paused`,
+    pause: `SELECT paused FROM ${s}.pause($1::${text})`,
     // Consumers asleep on a paused topic have no timer armed: "look now".
     resume: `SELECT resumed FROM ${s}.resume($1::${text})`,
     isPaused: `SELECT paused FROM ${s}.is_paused($1::${text})`,
