@@ -102,13 +102,17 @@ export class PostgresDriver implements DelayDriver {
     this.listen = pooler === 'session';
   }
 
-  /** Creates or upgrades the schema (or checks it, with `migrate: false`); bootstrap fails with DriverUnavailableError if the database cannot be reached. */
+  /**
+   * Creates or upgrades the schema (or checks it, with `migrate: false`); bootstrap fails with DriverUnavailableError if
+   * the database cannot be reached, or if its connections do not run under READ COMMITTED (checked first: a refused
+   * start creates nothing).
+   */
   async connect(): Promise<void> {
     const schema = new PostgresSchema(this.connection, this.schema);
     try {
+      await this.checkIsolation();
       if (this.migrateAtStart) await schema.migrate();
       else await schema.check();
-      await this.checkIsolation();
     } catch (error) {
       await this.connection.close();
       throw error;
