@@ -1,5 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayService, DelayTransactionAdapter, OnDelayExpired, SqlRows } from 'nestjs-delay';
+import { DelayContext, DelayService, DelayTransactionAdapter, OnDelayExpired, SqlRows, UnsupportedTransactionClientError } from 'nestjs-delay';
 import { Client, Pool, PoolClient } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
@@ -25,6 +25,19 @@ const adapter: DelayTransactionAdapter<TestTransaction> = {
   name: 'test-pg',
   matches: (transaction): transaction is TestTransaction => transaction instanceof TestTransaction,
   query: async (transaction, sql, params): Promise<SqlRows> => (await transaction.client.query(sql, params as unknown[])).rows,
+};
+
+/** A transaction whose client fails every statement itself, with `error`. */
+class FailingTransaction {
+  constructor(readonly error: Error) {}
+}
+
+const failingAdapter: DelayTransactionAdapter<FailingTransaction> = {
+  name: 'test-failing',
+  matches: (transaction): transaction is FailingTransaction => transaction instanceof FailingTransaction,
+  query: async (transaction): Promise<SqlRows> => {
+    throw transaction.error;
+  },
 };
 
 /**
@@ -56,7 +69,7 @@ describe('postgres: writes inside the application transaction', () => {
 
   beforeEach(async () => {
     schema = `tx_${process.pid}_${++schemas}`;
-    app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema }, transactions: { adapters: [adapter] }, shutdownTimeout: '1s' }, [Handlers]);
+    app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema }, transactions: { adapters: [adapter, failingAdapter] }, shutdownTimeout: '1s' }, [Handlers]);
     delay = app.get(DelayService);
     handlers = app.get(Handlers);
     notifications.length = 0;
@@ -158,6 +171,25 @@ describe('postgres: writes inside the application transaction', () => {
     expect((await delay.list(TOPIC)).items.map((action) => [action.key, action.dueAt.getTime() > Date.now() + 30_000])).toEqual([['kept', true]]);
     await sleep(200);
     expect(handlers.fired).toEqual([]);
+  });
+
+  it("an error the client raises itself, without a SQLSTATE and not about the connection, is rethrown as it is, not as DriverUnavailableError", async () => {
+    const own = new Error('the client refused the statement');
+    const refusals = [
+      delay.schedule(TOPIC, 'client-error', { delay: 50, transaction: new FailingTransaction(own) }),
+      delay.cancel(TOPIC, 'client-error', { transaction: new FailingTransaction(own) }),
+      delay.collect(TOPIC, 'client-error', 1, { window: 50, transaction: new FailingTransaction(own) }),
+    ];
+    for (const refusal of refusals) await expect(refusal).rejects.toBe(own);
+    // An adapter's own typed refusal (a built-in one's, for an answer it cannot read), as it is.
+    const unreadable = new UnsupportedTransactionClientError('test-failing', 'a statement resolved string, not rows nor { rows }');
+    await expect(delay.schedule(TOPIC, 'client-error', { delay: 50, transaction: new FailingTransaction(unreadable) })).rejects.toBe(unreadable);
+    // A connection lost is still DriverUnavailableError.
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', errno: -104, syscall: 'read' });
+    await expect(delay.schedule(TOPIC, 'client-error', { delay: 50, transaction: new FailingTransaction(reset) })).rejects.toMatchObject({
+      code: 'ERR_DELAY_DRIVER_UNAVAILABLE',
+    });
+    expect(await delay.count(TOPIC)).toBe(0);
   });
 
   it('the first statement of a transaction is accepted (the guard tells it from autocommit)', async () => {
