@@ -4,13 +4,14 @@ import { Pool } from 'pg';
 import { DelayError } from '../../errors/delay.error';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { TransactionNotActiveError } from '../../errors/transaction-not-active.error';
+import { UnsupportedTransactionClientError } from '../../errors/unsupported-transaction-client.error';
 import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
 import { PgPoolClientLike, PgPoolLike } from '../../interfaces/postgres-pool.interface';
 import { connectionLost, transactionEnded } from '../../transactions/client-errors';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
-import { SQLSTATE_NOT_IN_TRANSACTION } from './postgres-migrations';
+import { SQLSTATE_NOT_IN_TRANSACTION, SQLSTATE_OTHER_STORE } from './postgres-migrations';
 import { inlineParameters } from './postgres-literals';
 
 export type Row = Record<string, unknown>;
@@ -34,6 +35,9 @@ const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
 
 /** The connection is gone or unusable: connection exceptions (08), the server shutting down (57P01-57P04), system errors (58). */
 const CONNECTION_STATES = /^(08|57P0[1-4]|58)/;
+
+/** invalid_schema_name: in the application's transaction, its database lacks the driver's schema. */
+const SQLSTATE_NO_SCHEMA = '3F000';
 
 /** invalid_sql_statement_name: a named statement the connection no longer holds. */
 const SQLSTATE_NO_SUCH_STATEMENT = '26000';
@@ -268,14 +272,19 @@ function unavailable(error: unknown): unknown {
 
 /**
  * What a write in the application's transaction rejects with. The transaction is over: the guard fired (autocommit),
- * it is aborted (25P02), or its client says so (TransactionNotActiveError). The connection is lost: a SQLSTATE of the
- * connection classes, or an error of the client's that says so (DriverUnavailableError). Anything else as it is: an
- * error the server raised for the statement (it aborted the transaction, which the caller rolls back), a refusal or an
- * error of the client's own, and this library's errors.
+ * it is aborted (25P02), or its client says so (TransactionNotActiveError). It is on another database: the guard
+ * found another store id, or the driver's schema is not there (UnsupportedTransactionClientError). The connection
+ * is lost: a SQLSTATE of the connection classes, or an error of the client's that says so (DriverUnavailableError).
+ * Anything else as it is: an error the server raised for the statement (it aborted the transaction, which the caller
+ * rolls back), a refusal or an error of the client's own, and this library's errors.
  */
 function transactionError(adapter: string, error: unknown): unknown {
   if (error instanceof DelayError) return error;
   const state = sqlStateOf(error);
+  if (state === SQLSTATE_OTHER_STORE || state === SQLSTATE_NO_SCHEMA) {
+    const detail = state === SQLSTATE_OTHER_STORE ? "its schema's store id is not the driver's" : describeError(error);
+    return new UnsupportedTransactionClientError(adapter, `it is connected to another database than the driver's (${detail}): the write would not be seen by the driver`, error);
+  }
   if (state === SQLSTATE_NOT_IN_TRANSACTION) return new TransactionNotActiveError(adapter, 'it is not in a transaction block: committed, rolled back, or never begun', error);
   if (state === '25P02') return new TransactionNotActiveError(adapter, 'it is aborted after an earlier error', error);
   const ended = transactionEnded(error);

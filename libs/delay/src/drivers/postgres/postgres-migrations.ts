@@ -20,6 +20,8 @@ export const POSTGRES_SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** SQLSTATE raised by the driver's guard when a write meant for a transaction would commit on its own. */
 export const SQLSTATE_NOT_IN_TRANSACTION = 'NDTX1';
+/** SQLSTATE raised by the same guard when the transaction is on another database than the driver's (another store id). */
+export const SQLSTATE_OTHER_STORE = 'NDDB1';
 /** SQLSTATE raised when a schedule meets a batch opened under one of its keys between its check and its write. */
 export const SQLSTATE_KIND_CONFLICT = 'NDKC1';
 
@@ -58,6 +60,12 @@ CREATE TABLE IF NOT EXISTS __schema__.migrations (
   name text NOT NULL,
   applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+
+-- The store's identity: one row, a random id, made once with the schema. The driver reads it at startup and
+-- gives it to each write made in the application's transaction, whose guard (clock_ms) refuses to run where
+-- the id differs: a transaction on another database (or server) than the driver's.
+CREATE TABLE __schema__.store (id text PRIMARY KEY);
+INSERT INTO __schema__.store (id) VALUES (md5(random()::text || clock_timestamp()::text));
 
 -- Arming tokens: every arming, re-arming, retry and redelivery takes a fresh
 -- one, so an outcome reported for an older arming never matches.
@@ -154,16 +162,22 @@ CREATE TABLE __schema__.paused_topics (
   paused_at bigint NOT NULL
 );
 
--- The database's time in ms. With in_tx, it also refuses to run outside a
--- transaction block: a statement sent without parameters (the simple query
--- protocol) in autocommit has now() = statement_timestamp(), while inside
--- BEGIN ... every statement after BEGIN starts later than its transaction.
--- A write meant for the application's transaction then fails instead of
--- committing on its own.
-CREATE FUNCTION __schema__.clock_ms(in_tx boolean) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+-- The database's time in ms. Given the store's id (p_tx_store, null
+-- otherwise: a write in the application's transaction), it also refuses to
+-- run outside a transaction block: a statement sent without parameters (the
+-- simple query protocol) in autocommit has now() = statement_timestamp(),
+-- while inside BEGIN ... every statement after BEGIN starts later than its
+-- transaction. A write meant for the application's transaction then fails
+-- instead of committing on its own. And it refuses to run where the store
+-- has another id: a transaction on another database that has this schema
+-- too, where the write would commit and never fire for the driver.
+CREATE FUNCTION __schema__.clock_ms(p_tx_store text) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
-  IF in_tx AND now() = statement_timestamp() THEN
+  IF p_tx_store IS NOT NULL AND now() = statement_timestamp() THEN
     RAISE EXCEPTION 'nestjs-delay: the transaction passed in is not open; this write would have committed on its own' USING ERRCODE = 'NDTX1';
+  END IF;
+  IF p_tx_store IS NOT NULL AND NOT EXISTS (SELECT 1 FROM __schema__.store s WHERE s.id = p_tx_store) THEN
+    RAISE EXCEPTION 'nestjs-delay: the transaction passed in is on another database than the driver''s' USING ERRCODE = 'NDDB1';
   END IF;
   RETURN floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 END
@@ -180,11 +194,11 @@ $fn$;
 -- consumer must wake sooner (a notification costs a lock at commit).
 CREATE FUNCTION __schema__.schedule(
   p_topic text, p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[], p_keep boolean[], p_traces text[],
-  p_max_past bigint, p_horizon bigint, p_in_tx boolean
+  p_max_past bigint, p_horizon bigint, p_tx_store text
 ) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_now bigint := __schema__.clock_ms(p_tx_store);
   v_count integer := coalesce(cardinality(p_keys), 0);
   v_at bigint;
   v_earliest bigint;
@@ -251,11 +265,11 @@ $fn$;
 -- new token (a run going on no longer holds it). Status 1 moved, 0 none, -1/-2
 -- out of range, -3 the key is an open batch.
 CREATE FUNCTION __schema__.reschedule(
-  p_topic text, p_key text, p_absolute boolean, p_value bigint, p_max_past bigint, p_horizon bigint, p_in_tx boolean
+  p_topic text, p_key text, p_absolute boolean, p_value bigint, p_max_past bigint, p_horizon bigint, p_tx_store text
 ) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_now bigint := __schema__.clock_ms(p_tx_store);
   v_at bigint := CASE WHEN p_absolute THEN p_value ELSE v_now + p_value END;
   v_row __schema__.actions%ROWTYPE;
   v_earliest bigint;
@@ -281,12 +295,12 @@ $fn$;
 -- item as the Redis driver stores it, "<bytes>:<json>", so the cap means
 -- the same on every driver; the item that opens a batch is always taken.
 CREATE FUNCTION __schema__.collect(
-  p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_in_tx boolean,
+  p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_tx_store text,
   p_max_bytes bigint
 ) RETURNS TABLE (status integer, size integer, due_at bigint, now_ms bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_now bigint := __schema__.clock_ms(p_tx_store);
   v_row __schema__.actions%ROWTYPE;
   v_earliest bigint;
   v_status integer;
@@ -354,7 +368,7 @@ $fn$;
 -- action whose key has an open batch (nothing changes).
 CREATE FUNCTION __schema__.redrive(p_topic text, p_id text) RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
   v_dead __schema__.dead%ROWTYPE;
 BEGIN
   SELECT * INTO v_dead FROM __schema__.dead d WHERE d.topic = p_topic AND d.id = p_id FOR UPDATE;
@@ -444,7 +458,7 @@ CREATE FUNCTION __schema__.advance_series(
 ) RETURNS TABLE (status integer, created text[], skipped text[], cancelled text[], soonest bigint, now_ms bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
   v_count integer := coalesce(cardinality(p_keys), 0);
   v_row __schema__.actions%ROWTYPE;
   v_found boolean;
@@ -633,7 +647,7 @@ CREATE FUNCTION __schema__.claim(
 #variable_conflict use_column
 DECLARE
   -- The clock when the call started: what is due, and what the consumer's clock offset is measured against.
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
   -- Read again after the turn: the lease runs from there, however long the turn took.
   v_turn bigint;
   v_completed integer := 0;
@@ -703,7 +717,7 @@ BEGIN
       NULL::text, NULL::text, NULL::bigint, NULL::integer, NULL::bigint, NULL::text, NULL::boolean, NULL::text[], NULL::text, NULL::boolean;
     RETURN;
   END;
-  v_turn := __schema__.clock_ms(false);
+  v_turn := __schema__.clock_ms(NULL);
   v_paused := EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic);
   RETURN QUERY
   WITH

@@ -14,6 +14,8 @@ export interface PostgresStatements {
   readonly cancel: string;
   readonly cancelEach: string;
   readonly get: string;
+  readonly getInTransaction: string;
+  readonly storeId: string;
   readonly list: string;
   readonly count: string;
   readonly listDead: string;
@@ -63,7 +65,7 @@ function actionColumns(running: string): string {
 function recordSeriesRuns(s: string, source: string, outcome: string): string {
   return `ran AS (
         INSERT INTO ${s}.series_runs AS x (topic, key, outcome, occurrence, started_at, attempt, at)
-        SELECT DISTINCT ON (k.key) $1::text, k.key, '${outcome}', k.member, k.started, k.attempt, ${s}.clock_ms(false)
+        SELECT DISTINCT ON (k.key) $1::text, k.key, '${outcome}', k.member, k.started, k.attempt, ${s}.clock_ms(NULL)
         FROM (SELECT g.member, split_part(g.member, chr(30), 1) AS key, g.started, g.attempt, g.n FROM ${source} g WHERE g.started IS NOT NULL) k
         WHERE EXISTS (SELECT 1 FROM ${s}.series e WHERE e.topic = $1::text AND e.key = k.key)
         ORDER BY k.key, k.n DESC
@@ -88,8 +90,8 @@ function runsRowsOf(s: string, claimIds: string, condition: string, lock: string
  * only leases still running, and never a runs row another transaction holds (a claim taking it back, as it expired).
  */
 function renewLeases(s: string, claimIds: string, leaseMs: string): string {
-  return `UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(false) + ${leaseMs}::bigint
-        WHERE r.ctid = ANY (${runsRowsOf(s, claimIds, `y.lease_until > ${s}.clock_ms(false)`, 'FOR UPDATE SKIP LOCKED')})
+  return `UPDATE ${s}.runs r SET lease_until = ${s}.clock_ms(NULL) + ${leaseMs}::bigint
+        WHERE r.ctid = ANY (${runsRowsOf(s, claimIds, `y.lease_until > ${s}.clock_ms(NULL)`, 'FOR UPDATE SKIP LOCKED')})
           AND r.topic = $1::text`;
 }
 
@@ -98,13 +100,13 @@ export function postgresStatements(schema: string): PostgresStatements {
   const paused = `EXISTS (SELECT 1 FROM ${s}.paused_topics p WHERE p.topic = $1::text)`;
   return {
     channel: s,
-    // $1 topic, $2 keys, $3 absolute, $4 values, $5 payloads, $6 keep, $7 traces, $8 max past, $9 horizon, $10 in a transaction
-    schedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.schedule($1::text, $2::text[], $3::boolean[], $4::bigint[], $5::text[], $6::boolean[], $7::text[], $8::bigint, $9::bigint, $10::boolean)`,
-    reschedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.reschedule($1::text, $2::text, $3::boolean, $4::bigint, $5::bigint, $6::bigint, $7::boolean)`,
-    collect: `SELECT status, size, due_at, now_ms FROM ${s}.collect($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, $7::integer, $8::text, $9::boolean, $10::bigint)`,
-    // The clock is read last, after the delete: its guard refuses (and so undoes) a delete that would commit on its own.
+    // $1 topic, $2 keys, $3 absolute, $4 values, $5 payloads, $6 keep, $7 traces, $8 max past, $9 horizon, $10 the store's id in a transaction, else null (the guard: clock_ms)
+    schedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.schedule($1::text, $2::text[], $3::boolean[], $4::bigint[], $5::text[], $6::boolean[], $7::text[], $8::bigint, $9::bigint, $10::text)`,
+    reschedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.reschedule($1::text, $2::text, $3::boolean, $4::bigint, $5::bigint, $6::bigint, $7::text)`,
+    collect: `SELECT status, size, due_at, now_ms FROM ${s}.collect($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, $7::integer, $8::text, $9::text, $10::bigint)`,
+    // The clock is read last, after the delete: its guard refuses (and so undoes) a delete that would commit on its own, or on another database.
     cancel: `WITH gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND (a.member = $2::text OR (a.key = $2::text AND a.cancel_by_key)) RETURNING 1)
-      SELECT (SELECT count(*) FROM gone)::integer AS removed, ${s}.clock_ms($3::boolean) AS now_ms`,
+      SELECT (SELECT count(*) FROM gone)::integer AS removed, ${s}.clock_ms($3::text) AS now_ms`,
     // Autocommit cancels of one tick, $2 the keys in call order: per call, how many rows it removed. A row goes to the
     // first call that reaches it, as when the calls run one after the other (a key given twice: the second finds nothing).
     cancelEach: `WITH k AS (SELECT u.key, u.n FROM unnest($2::text[]) WITH ORDINALITY AS u(key, n)),
@@ -112,6 +114,13 @@ export function postgresStatements(schema: string): PostgresStatements {
         RETURNING (SELECT min(k.n) FROM k WHERE a.member = k.key OR (a.key = k.key AND a.cancel_by_key)) AS n)
       SELECT (SELECT count(*) FROM gone g WHERE g.n = k.n)::integer AS removed FROM k ORDER BY k.n`,
     get: `SELECT ${actionColumns(`${s}.is_running(a.topic, a.token)`)}, ${paused} AS paused FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text`,
+    // The same in the application's transaction, $3 the store's id: one row always (member null when there is no
+    // action), so the guard runs whether or not the key has one, and refuses a transaction over or on another database.
+    getInTransaction: `SELECT ${actionColumns(`${s}.is_running(a.topic, a.token)`)}, ${paused} AS paused, g.guard
+      FROM (SELECT ${s}.clock_ms($3::text) AS guard) g LEFT JOIN ${s}.actions a ON a.topic = $1::text AND a.member = $2::text`,
+    // The id the store was given when its schema was made (the migrations' store table): the guard of each write in the
+    // application's transaction compares it with its database's.
+    storeId: `SELECT min(s.id) AS id FROM ${s}.store s`,
     // A listing shows a batch's first LISTED_BATCH_ITEMS items and its size, not the whole array.
     // Running actions first. The topic's running tokens are read once, not once per row.
     list: `WITH running AS MATERIALIZED (SELECT unnest(n.tokens) AS token FROM ${s}.runs n WHERE n.topic = $1::text)
@@ -147,17 +156,17 @@ export function postgresStatements(schema: string): PostgresStatements {
     // statement returns nothing of them. A row a claim is taking back (locked) is skipped, as it is expired.
     recover: `WITH renewed AS (${renewLeases(s, '$2', '$3')}
         RETURNING r.claim_id, r.members, r.tokens)
-      SELECT n.claim_id, ${CLAIMED_COLUMNS}, ${s}.clock_ms(false) AS now_ms
+      SELECT n.claim_id, ${CLAIMED_COLUMNS}, ${s}.clock_ms(NULL) AS now_ms
       FROM renewed n, unnest(n.members, n.tokens) AS u(member, token), ${s}.actions a
       WHERE a.topic = $1::text AND a.member = u.member AND a.token = u.token`,
     // Runs rows of this consumer's claims that are over ($2: every outcome recorded).
     finish: `DELETE FROM ${s}.runs r WHERE r.ctid = ANY (${runsRowsOf(s, '$2', 'true', 'FOR UPDATE')}) AND r.topic = $1::text`,
     complete: `DELETE FROM ${s}.actions a USING unnest($2::text[], $3::bigint[]) AS r(member, token)
       WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token`,
-    retry: `UPDATE ${s}.actions a SET token = nextval('${s}.tokens'), attempt = a.attempt + 1, due_at = ${s}.clock_ms(false) + $4::bigint
+    retry: `UPDATE ${s}.actions a SET token = nextval('${s}.tokens'), attempt = a.attempt + 1, due_at = ${s}.clock_ms(NULL) + $4::bigint
       WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
       RETURNING a.due_at`,
-    bury: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
+    bury: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(NULL) AS now),
       gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint RETURNING a.*)
       INSERT INTO ${s}.dead AS d (topic, id, key, payload, batch, items, due_at, attempts, error, died_at)
       SELECT g.topic, g.member, g.key, g.payload, g.batch, g.items, g.due_at, g.attempt, $4::text, c.now FROM gone g, clock c
@@ -181,17 +190,17 @@ export function postgresStatements(schema: string): PostgresStatements {
         FROM unnest($2::text[], $3::bigint[]) AS r(member, token)
         WHERE a.topic = $1::text AND a.member = r.member AND a.token = r.token
         RETURNING a.due_at),
-      woke AS (SELECT pg_notify('${s}', $1::text || ' ' || ${s}.clock_ms(false)) FROM (SELECT 1 FROM back LIMIT 1) b)
+      woke AS (SELECT pg_notify('${s}', $1::text || ' ' || ${s}.clock_ms(NULL)) FROM (SELECT 1 FROM back LIMIT 1) b)
       SELECT (SELECT count(*) FROM back)::integer AS released, (SELECT count(*) FROM woke)::integer AS woke`,
-    pause: `INSERT INTO ${s}.paused_topics (topic, paused_at) VALUES ($1::text, ${s}.clock_ms(false)) ON CONFLICT (topic) DO NOTHING RETURNING 1`,
+    pause: `INSERT INTO ${s}.paused_topics (topic, paused_at) VALUES ($1::text, ${s}.clock_ms(NULL)) ON CONFLICT (topic) DO NOTHING RETURNING 1`,
     // Consumers asleep on a paused topic have no timer armed: "look now".
     resume: `WITH gone AS (DELETE FROM ${s}.paused_topics p WHERE p.topic = $1::text RETURNING 1),
-      woke AS (SELECT pg_notify('${s}', $1::text || ' ' || ${s}.clock_ms(false)) FROM gone)
+      woke AS (SELECT pg_notify('${s}', $1::text || ' ' || ${s}.clock_ms(NULL)) FROM gone)
       SELECT (SELECT count(*) FROM gone)::integer AS resumed, (SELECT count(*) FROM woke)::integer AS woke`,
     isPaused: `SELECT ${paused} AS paused`,
     // Keeps the token and only moves a row earlier: a runs row's range (its last row) still covers a row a claim took
     // meanwhile.
-    runNow: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
+    runNow: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(NULL) AS now),
       found AS (SELECT a.due_at FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND NOT ${s}.is_running($1::text, a.token)),
       moved AS (UPDATE ${s}.actions a SET due_at = c.now FROM clock c
         WHERE a.topic = $1::text AND a.member = $2::text AND NOT ${s}.is_running($1::text, a.token) AND a.due_at > c.now RETURNING a.due_at),
@@ -205,16 +214,16 @@ export function postgresStatements(schema: string): PostgresStatements {
       d AS (SELECT topic, count(*)::integer AS dead FROM ${s}.dead GROUP BY topic)
       SELECT t.topic, coalesce(a.waiting, 0) AS waiting, coalesce(a.running, 0) AS running, coalesce(d.dead, 0) AS dead, p.topic IS NOT NULL AS paused
       FROM t LEFT JOIN a USING (topic) LEFT JOIN d USING (topic) LEFT JOIN ${s}.paused_topics p USING (topic) ORDER BY t.topic`,
-    topicHealth: `SELECT t.topic, ${s}.clock_ms(false) AS now_ms,
+    topicHealth: `SELECT t.topic, ${s}.clock_ms(NULL) AS now_ms,
         ${s}.earliest_waiting(t.topic) AS earliest,
         EXISTS (SELECT 1 FROM ${s}.paused_topics p WHERE p.topic = t.topic) AS paused
       FROM unnest($1::text[]) AS t(topic)`,
-    now: `SELECT ${s}.clock_ms(false) AS now_ms`,
+    now: `SELECT ${s}.clock_ms(NULL) AS now_ms`,
     // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
     // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads, $13 orphan grace ms (0: none)
-    // (see advance_series in the migrations), $14 in a transaction.
-    // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own.
-    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::boolean) AS guard
+    // (see advance_series in the migrations), $14 the store's id in a transaction, else null.
+    // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own, or on another database.
+    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::text) AS guard
       FROM ${s}.advance_series($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::text, $9::text[], $10::boolean[], $11::bigint[], $12::text[],
         $13::bigint) r`,
     // ---- outcomes of recurring occurrences: the same, and the schedule's last run (recordSeriesRuns) ----
@@ -228,13 +237,13 @@ export function postgresStatements(schema: string): PostgresStatements {
       SELECT count(*)::integer AS completed FROM gone`,
     // retryOccurrence: $1 topic, $2 member, $3 token, $4 backoff ms, $5 start time.
     retryOccurrence: `WITH moved AS (
-        UPDATE ${s}.actions a SET token = nextval('${s}.tokens'), attempt = a.attempt + 1, due_at = ${s}.clock_ms(false) + $4::bigint
+        UPDATE ${s}.actions a SET token = nextval('${s}.tokens'), attempt = a.attempt + 1, due_at = ${s}.clock_ms(NULL) + $4::bigint
         WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
         RETURNING a.member, a.due_at, a.attempt - 1 AS attempt, $5::bigint AS started, 1 AS n),
       ${recordSeriesRuns(s, 'moved', 'retrying')}
       SELECT m.due_at FROM moved m`,
     // buryOccurrence: $1 topic, $2 member, $3 token, $4 error, $5 start time.
-    buryOccurrence: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now),
+    buryOccurrence: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(NULL) AS now),
       gone AS (DELETE FROM ${s}.actions a WHERE a.topic = $1::text AND a.member = $2::text AND a.token = $3::bigint
         RETURNING a.*, $5::bigint AS started, 1 AS n),
       ${recordSeriesRuns(s, 'gone', 'dead')}
@@ -247,7 +256,7 @@ export function postgresStatements(schema: string): PostgresStatements {
     // ---- Recurring: declaration marks and last runs ----
     // $1 topic, $2 series keys, $3 ms from now. A mark only moves later. Keys in code point order, once each: two
     // instances declaring the same series lock their rows in the same order (no deadlock).
-    declareSeries: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(false) AS now)
+    declareSeries: `WITH clock AS MATERIALIZED (SELECT ${s}.clock_ms(NULL) AS now)
       INSERT INTO ${s}.series_marks AS m (topic, key, declared_until)
       SELECT $1::text, k.key, c.now + $3::bigint FROM (SELECT DISTINCT unnest($2::text[]) COLLATE "C" AS key) k, clock c ORDER BY k.key
       ON CONFLICT (topic, key) DO UPDATE SET declared_until = excluded.declared_until WHERE m.declared_until < excluded.declared_until`,
