@@ -366,7 +366,7 @@ describe('postgres: operations and migrations', () => {
         'the second claim to wait for its turn',
         5_000,
       );
-      const beforeCommit = Number((await first.query(`SELECT ${schema}.clock_ms(false) AS now`)).rows[0].now);
+      const beforeCommit = Number((await first.query(`SELECT ${schema}.clock_ms(NULL) AS now`)).rows[0].now);
       await first.query('COMMIT');
       const secondTook = (await secondClaim).rows.filter((row) => row.member !== null).map((row) => String(row.member));
       expect(secondTook).toEqual(['t3', 't4']);
