@@ -162,9 +162,9 @@ CREATE TABLE __schema__.paused_topics (
   paused_at bigint NOT NULL
 );
 
--- The database's time in ms. Given the store's id (p_tx_store, null
--- otherwise: a write in the application's transaction), it also refuses to
--- run outside a transaction block: a statement sent without parameters (the
+-- The database's time in ms. Given the store's id (p_tx_store: a write in
+-- the application's transaction; null on the driver's own connections), it
+-- also refuses to run outside a transaction block: a statement sent without parameters (the
 -- simple query protocol) in autocommit has now() = statement_timestamp(),
 -- while inside BEGIN ... every statement after BEGIN starts later than its
 -- transaction. A write meant for the application's transaction then fails
