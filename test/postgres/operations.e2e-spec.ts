@@ -310,6 +310,8 @@ describe('postgres: operations and migrations', () => {
       await pool.end();
     }
     // The claim itself refuses to run under another level: its turns would not protect a snapshot taken before them.
+    // (The refused starts created nothing: the schema comes from a start under READ COMMITTED.)
+    await seedDue(schema, []);
     const client = new Client(repeatable);
     await client.connect();
     try {
@@ -322,6 +324,27 @@ describe('postgres: operations and migrations', () => {
     const url = new URL(server.url);
     url.searchParams.set('options', '-c default_transaction_isolation=serializable');
     await expect(new PostgresDriver({ type: 'postgres', connectionString: url.href, schema }).connect()).rejects.toThrow(/run under serializable by default; it needs READ COMMITTED/);
+  });
+
+  it('a start refused for its isolation level creates nothing: a database defaulting to repeatable read is left without the schema', async () => {
+    const database = `rr_${process.pid}`;
+    const url = await server.createDatabase(database);
+    try {
+      await server.admin(`ALTER DATABASE ${database} SET default_transaction_isolation = 'repeatable read'`);
+      const schema = fresh();
+      await expect(new PostgresDriver({ type: 'postgres', connectionString: url, schema }).connect()).rejects.toThrow(/run under repeatable read by default; it needs READ COMMITTED/);
+      await expect(new PostgresDriver({ type: 'postgres', connectionString: url, schema, migrate: false }).connect()).rejects.toThrow(/run under repeatable read by default/);
+      const client = new Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query('SELECT to_regnamespace($1::text) IS NOT NULL AS present', [schema]);
+        expect(rows).toEqual([{ present: false }]);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await server.dropDatabase(database);
+    }
   });
 
   it('claims of one topic take turns: a claim waits for the one before it to commit (or, past its wait, takes nothing), then takes none of what that one took, and its lease starts after its turn', async () => {
@@ -349,7 +372,7 @@ describe('postgres: operations and migrations', () => {
         'the second claim to wait for its turn',
         5_000,
       );
-      const beforeCommit = Number((await first.query(`SELECT ${schema}.clock_ms(false) AS now`)).rows[0].now);
+      const beforeCommit = Number((await first.query(`SELECT ${schema}.clock_ms(NULL) AS now`)).rows[0].now);
       await first.query('COMMIT');
       const secondTook = (await secondClaim).rows.filter((row) => row.member !== null).map((row) => String(row.member));
       expect(secondTook).toEqual(['t3', 't4']);

@@ -1,10 +1,13 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayService, DelayTransactionAdapter, OnDelayExpired, SqlRows } from 'nestjs-delay';
+import { DelayContext, DelayService, DelayTransactionAdapter, OnDelayExpired, OnRecurring, SqlRows, UnsupportedTransactionClientError } from 'nestjs-delay';
 import { Client, Pool, PoolClient } from 'pg';
+import { DataSource } from 'typeorm';
+import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
 
 const TOPIC = 'tx.order';
+const DIGEST = 'tx.digest';
 
 @Injectable()
 class Handlers {
@@ -14,6 +17,9 @@ class Handlers {
   onOrder(context: DelayContext): void {
     this.fired.push({ key: context.key, payload: context.payload });
   }
+
+  @OnRecurring(DIGEST)
+  onDigest(): void {}
 }
 
 /** The test's own transaction object: a pg client inside BEGIN, run through an adapter of the test's (the built-in ones are not needed). */
@@ -25,6 +31,19 @@ const adapter: DelayTransactionAdapter<TestTransaction> = {
   name: 'test-pg',
   matches: (transaction): transaction is TestTransaction => transaction instanceof TestTransaction,
   query: async (transaction, sql, params): Promise<SqlRows> => (await transaction.client.query(sql, params as unknown[])).rows,
+};
+
+/** A transaction whose client fails every statement itself, with `error`. */
+class FailingTransaction {
+  constructor(readonly error: Error) {}
+}
+
+const failingAdapter: DelayTransactionAdapter<FailingTransaction> = {
+  name: 'test-failing',
+  matches: (transaction): transaction is FailingTransaction => transaction instanceof FailingTransaction,
+  query: async (transaction): Promise<SqlRows> => {
+    throw transaction.error;
+  },
 };
 
 /**
@@ -56,7 +75,7 @@ describe('postgres: writes inside the application transaction', () => {
 
   beforeEach(async () => {
     schema = `tx_${process.pid}_${++schemas}`;
-    app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema }, transactions: { adapters: [adapter] }, shutdownTimeout: '1s' }, [Handlers]);
+    app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema }, transactions: { adapters: [adapter, failingAdapter] }, shutdownTimeout: '1s' }, [Handlers]);
     delay = app.get(DelayService);
     handlers = app.get(Handlers);
     notifications.length = 0;
@@ -159,6 +178,91 @@ describe('postgres: writes inside the application transaction', () => {
     expect((await delay.list(TOPIC)).items.map((action) => [action.key, action.dueAt.getTime() > Date.now() + 30_000])).toEqual([['kept', true]]);
     await sleep(200);
     expect(handlers.fired).toEqual([]);
+  });
+
+  it("an error the client raises itself, without a SQLSTATE and not about the connection, is rethrown as it is, not as DriverUnavailableError", async () => {
+    const own = new Error('the client refused the statement');
+    const refusals = [
+      delay.schedule(TOPIC, 'client-error', { delay: 50, transaction: new FailingTransaction(own) }),
+      delay.cancel(TOPIC, 'client-error', { transaction: new FailingTransaction(own) }),
+      delay.collect(TOPIC, 'client-error', 1, { window: 50, transaction: new FailingTransaction(own) }),
+    ];
+    for (const refusal of refusals) await expect(refusal).rejects.toBe(own);
+    // An adapter's own typed refusal (a built-in one's, for an answer it cannot read), as it is.
+    const unreadable = new UnsupportedTransactionClientError('test-failing', 'a statement resolved string, not rows nor { rows }');
+    await expect(delay.schedule(TOPIC, 'client-error', { delay: 50, transaction: new FailingTransaction(unreadable) })).rejects.toBe(unreadable);
+    // A connection lost is still DriverUnavailableError.
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', errno: -104, syscall: 'read' });
+    await expect(delay.schedule(TOPIC, 'client-error', { delay: 50, transaction: new FailingTransaction(reset) })).rejects.toMatchObject({
+      code: 'ERR_DELAY_DRIVER_UNAVAILABLE',
+    });
+    expect(await delay.count(TOPIC)).toBe(0);
+  });
+
+  it("refuses a transaction of another database, one with the driver's schema too, and writes nothing there; the driver's own database still takes its transactions", async () => {
+    const database = `other_${process.pid}_${schemas}`;
+    const otherUrl = await server.createDatabase(database);
+    const other = new Pool({ connectionString: otherUrl, max: 2 });
+    const otherTypeOrm = new DataSource({ type: 'postgres', url: otherUrl, poolSize: 2 });
+    const ownTypeOrm = new DataSource({ type: 'postgres', url: server.url, poolSize: 2 });
+    try {
+      // A database without the driver's schema: refused as well.
+      const bare = await other.connect();
+      try {
+        await bare.query('BEGIN');
+        await expect(delay.schedule(TOPIC, 'elsewhere', { delay: 50, transaction: bare })).rejects.toBeInstanceOf(UnsupportedTransactionClientError);
+        await bare.query('ROLLBACK');
+      } finally {
+        bare.release();
+      }
+      // Another application's driver, or a copy: the same schema, its functions and tables, and its own store id.
+      const elsewhere = new PostgresDriver({ type: 'postgres', connectionString: otherUrl, schema });
+      await elsewhere.connect();
+      await elsewhere.close();
+      await delay.schedule(TOPIC, 'kept', { delay: 60_000 });
+      await delay.collect(TOPIC, 'kept-batch', 1, { window: 60_000 });
+
+      const client = await other.connect();
+      try {
+        const writes: Array<(transaction: PoolClient) => Promise<unknown>> = [
+          (transaction) => delay.schedule(TOPIC, 'elsewhere', { delay: 50, transaction }),
+          (transaction) => delay.scheduleMany(TOPIC, [{ key: 'elsewhere-2', delay: 50 }], { transaction }),
+          (transaction) => delay.cancel(TOPIC, 'kept', { transaction }),
+          (transaction) => delay.reschedule(TOPIC, 'kept', { delay: 10, transaction }),
+          (transaction) => delay.collect(TOPIC, 'kept-batch', 2, { window: 50, transaction }),
+          (transaction) => delay.upsertRecurring(DIGEST, 'm-1', { every: '1h', transaction }),
+          (transaction) => delay.removeRecurring(DIGEST, 'm-1', { transaction }),
+        ];
+        for (const write of writes) {
+          await client.query('BEGIN');
+          await expect(write(client)).rejects.toMatchObject({ code: 'ERR_DELAY_UNSUPPORTED_TRANSACTION_CLIENT', message: /another database than the driver's/ });
+          // The refusal aborted the transaction: its COMMIT rolls back.
+          await client.query('COMMIT');
+        }
+      } finally {
+        client.release();
+      }
+      await otherTypeOrm.initialize();
+      await expect(otherTypeOrm.transaction((manager) => delay.schedule(TOPIC, 'elsewhere-typeorm', { delay: 50, transaction: manager }))).rejects.toBeInstanceOf(
+        UnsupportedTransactionClientError,
+      );
+      const { rows } = await other.query(`SELECT (SELECT count(*)::int FROM ${schema}.actions) AS actions, (SELECT count(*)::int FROM ${schema}.series) AS series`);
+      expect(rows).toEqual([{ actions: 0, series: 0 }]);
+      expect(await delay.get(TOPIC, 'kept')).toMatchObject({ key: 'kept' });
+      expect(await delay.get(TOPIC, 'kept-batch')).toMatchObject({ items: [1] });
+
+      // The driver's own database: a pg client and a TypeORM transaction of it are taken.
+      await inTransaction((transaction) => delay.schedule(TOPIC, 'here', { delay: 60_000, transaction: transaction.client }), 'COMMIT');
+      await ownTypeOrm.initialize();
+      await ownTypeOrm.transaction((manager) => delay.schedule(TOPIC, 'here-typeorm', { delay: 60_000, transaction: manager }));
+      expect((await delay.list(TOPIC)).items.map((action) => action.key).sort()).toEqual(['here', 'here-typeorm', 'kept', 'kept-batch']);
+      expect(handlers.fired).toEqual([]);
+    } finally {
+      if (otherTypeOrm.isInitialized) await otherTypeOrm.destroy();
+      if (ownTypeOrm.isInitialized) await ownTypeOrm.destroy();
+      await other.end();
+      await server.dropDatabase(database);
+    }
   });
 
   it('the first statement of a transaction is accepted (the guard tells it from autocommit)', async () => {

@@ -71,6 +71,19 @@ export class TestPostgresServer {
     return `postgres://postgres@127.0.0.1:${this.port}/${this.database}`;
   }
 
+  /** Creates another database on this server and returns its connection string; the caller drops it (dropDatabase). */
+  async createDatabase(name: string): Promise<string> {
+    await this.admin(`CREATE DATABASE ${name}`);
+    const url = new URL(this.url);
+    url.pathname = `/${name}`;
+    return url.href;
+  }
+
+  /** Drops a database createDatabase made, closing its connections. */
+  async dropDatabase(name: string): Promise<void> {
+    await this.admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  }
+
   private get dataDir(): string {
     return join(this.dir, 'data');
   }

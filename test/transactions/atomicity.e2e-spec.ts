@@ -1,5 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayService, OnDelayExpired } from 'nestjs-delay';
+import { DelayContext, DelayService, OnDelayExpired, TransactionNotActiveError } from 'nestjs-delay';
 import { Client } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
@@ -73,7 +73,9 @@ describe.each(ORM_TRANSACTIONS.map((kind) => [kind.name, kind] as const))('atomi
     await pollUntil(() => fired.of('order-c') > 0, 'the committed action', 5_000);
     await sleep(300);
     expect(fired.of('order-c')).toBe(1);
-    expect(notifications.some((payload) => payload.startsWith(`${TOPIC} `))).toBe(true);
+    // The topic's tag (see wake_tag in the migrations).
+    const [{ tag }] = (await listener.query(`SELECT ${schema}.wake_tag($1) AS tag`, [TOPIC])).rows;
+    expect(notifications).toContain(tag);
   });
 
   it('rollback: neither the row nor the action is stored, nothing fires, and no instance is woken', async () => {
@@ -99,6 +101,26 @@ describe.each(ORM_TRANSACTIONS.map((kind) => [kind.name, kind] as const))('atomi
     expect(await delay.get(TOPIC, 'order-k')).toMatchObject({ payload: 'kept' });
     await pollUntil(() => fired.of('order-k') > 0, 'the action whose cancel rolled back', 5_000);
     expect(fired.of('order-k')).toBe(1);
+  });
+
+  it.each(['commit', 'rollback'] as const)('a transaction object used after its %s is refused with TransactionNotActiveError, and nothing is written', async (end) => {
+    const key = `order-late-${end}`;
+    await delay.schedule(TOPIC, `${key}-kept`, { delay: 60_000, payload: 'kept' });
+    const ended = await orm.transaction(async (tx) => tx, end);
+    const refused = async (write: Promise<unknown>): Promise<void> => {
+      const error = await write.then(() => undefined, (rejected: unknown) => rejected);
+      expect(error).toBeInstanceOf(TransactionNotActiveError);
+    };
+    await refused(delay.schedule(TOPIC, key, { delay: 60_000, transaction: ended }));
+    await refused(delay.scheduleMany(TOPIC, [{ key: `${key}-2`, delay: 60_000 }], { transaction: ended }));
+    await refused(delay.cancel(TOPIC, `${key}-kept`, { transaction: ended }));
+    await refused(delay.reschedule(TOPIC, `${key}-kept`, { delay: 10, transaction: ended }));
+    await refused(delay.collect(TOPIC, `${key}-batch`, 1, { window: 60_000, transaction: ended }));
+    expect(await delay.get(TOPIC, key)).toBeNull();
+    expect(await delay.get(TOPIC, `${key}-2`)).toBeNull();
+    expect(await delay.get(TOPIC, `${key}-batch`)).toBeNull();
+    expect((await delay.get(TOPIC, `${key}-kept`))?.dueAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
+    await delay.cancel(TOPIC, `${key}-kept`);
   });
 
   it('a committed cancel and reschedule take effect with the domain write', async () => {

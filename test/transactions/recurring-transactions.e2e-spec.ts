@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplication, Injectable } from '@nestjs/common';
@@ -54,22 +55,25 @@ class Digests {
 /** The wake-ups a schema's channel carries ("<topic> <due ms>"), counted per topic as they arrive. */
 class WakeUps {
   private readonly seen = new Map<string, number>();
+  private storeId = '';
   private constructor(private readonly client: Client) {}
 
   static async listen(url: string, channel: string): Promise<WakeUps> {
     const client = new Client({ connectionString: url });
     await client.connect();
     const wakeUps = new WakeUps(client);
+    // A notification names its topic by a tag (see wake_tag in the migrations): counted by tag, looked up by topic.
     client.on('notification', ({ payload }) => {
-      const topic = (payload ?? '').split(' ')[0];
-      wakeUps.seen.set(topic, wakeUps.of(topic) + 1);
+      wakeUps.seen.set(payload ?? '', (wakeUps.seen.get(payload ?? '') ?? 0) + 1);
     });
+    wakeUps.storeId = String((await client.query(`SELECT ${channel}.store_id() AS id`)).rows[0].id);
     await client.query(`LISTEN ${channel}`);
     return wakeUps;
   }
 
   of(topic: string): number {
-    return this.seen.get(topic) ?? 0;
+    const tag = createHash('md5').update(this.storeId + topic).digest('hex').slice(0, 16);
+    return this.seen.get(tag) ?? 0;
   }
 
   close(): Promise<void> {

@@ -24,10 +24,10 @@ export interface OrmTransactionKind {
   /** The name of the built-in adapter that runs SQL on its transaction object. */
   readonly adapter: string;
   /**
-   * True when a transaction object kept past its commit is refused (by the
-   * adapter's check or by the client). A pg client after COMMIT (or
-   * released), and Drizzle's tx on it, give no sign: a write through them
-   * would commit on its own.
+   * True when a transaction object kept past its commit is refused by the
+   * adapter's check or by the client. A pg client after COMMIT (or
+   * released), and Drizzle's tx on it, give no sign: a statement through
+   * them runs on its own (the postgres driver's guard refuses its writes).
    */
   readonly refusedAfterEnd: boolean;
   connect(url: string): Promise<OrmConnection>;

@@ -21,8 +21,9 @@ export function sqlStateOf(error: unknown): string | undefined {
   return undefined;
 }
 
+/** Prisma's errors carry its own codes ('P2028' looks like a SQLSTATE, and is none): the database's is read apart. */
 function isPrismaError(error: Record<string, unknown>): boolean {
-  return typeof error.clientVersion === 'string' && isObjectLike(error.meta);
+  return typeof error.clientVersion === 'string';
 }
 
 function prismaSqlState(error: Record<string, unknown>): string | undefined {

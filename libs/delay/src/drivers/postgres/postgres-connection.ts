@@ -1,14 +1,17 @@
 import { createHash } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { Pool } from 'pg';
+import { DelayError } from '../../errors/delay.error';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { TransactionNotActiveError } from '../../errors/transaction-not-active.error';
+import { UnsupportedTransactionClientError } from '../../errors/unsupported-transaction-client.error';
 import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
 import { PgPoolClientLike, PgPoolLike } from '../../interfaces/postgres-pool.interface';
+import { connectionLost, transactionEnded } from '../../transactions/client-errors';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
-import { SQLSTATE_NOT_IN_TRANSACTION } from './postgres-migrations';
+import { SQLSTATE_NOT_IN_TRANSACTION, SQLSTATE_OTHER_STORE } from './postgres-migrations';
 import { inlineParameters } from './postgres-literals';
 
 export type Row = Record<string, unknown>;
@@ -29,6 +32,12 @@ export interface PostgresConnectionSettings {
  * statement (40P01, 40001: nothing of it was applied).
  */
 const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
+
+/** The connection is gone or unusable: connection exceptions (08), the server shutting down (57P01-57P04), system errors (58). */
+const CONNECTION_STATES = /^(08|57P0[1-4]|58)/;
+
+/** invalid_schema_name: in the application's transaction, its database lacks the driver's schema. */
+const SQLSTATE_NO_SCHEMA = '3F000';
 
 /** invalid_sql_statement_name: a named statement the connection no longer holds. */
 const SQLSTATE_NO_SUCH_STATEMENT = '26000';
@@ -203,7 +212,7 @@ export class PostgresConnection {
       const rows = await Promise.race([transaction.query(text, []), bound]);
       return rows as Row[];
     } catch (error) {
-      throw notActive(transaction.adapter, error) ?? (abortedByServer(error) ? error : unavailable(error));
+      throw transactionError(transaction.adapter, error);
     } finally {
       clearTimeout(timer);
     }
@@ -241,14 +250,7 @@ class StatementGoneError extends DriverUnavailableError {
 /** An error the server sent for a statement (a SQLSTATE outside the connection classes): the connection itself is fine. */
 function refusedByServer(error: unknown): boolean {
   const state = sqlState(error);
-  return state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !/^(08|57P0[1-4]|58)/.test(state);
-}
-
-/** In the application's transaction: an error the server raised for the statement (not the connection's), which aborted the transaction. */
-function abortedByServer(error: unknown): boolean {
-  if (error instanceof DriverUnavailableError) return false;
-  const state = sqlStateOf(error);
-  return state !== undefined && !/^(08|57P0[1-4]|58)/.test(state);
+  return state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !CONNECTION_STATES.test(state);
 }
 
 /** The SQLSTATE of a pg error, if it has one. */
@@ -268,12 +270,25 @@ function unavailable(error: unknown): unknown {
   return new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error);
 }
 
-/** The transaction is over: the guard fired (autocommit), it is aborted (25P02), or the client no longer runs queries. */
-function notActive(adapter: string, error: unknown): TransactionNotActiveError | undefined {
+/**
+ * What a write in the application's transaction rejects with. The transaction is over: the guard fired (autocommit),
+ * it is aborted (25P02), or its client says so (TransactionNotActiveError). It is on another database: the guard
+ * found another store id, or the driver's schema is not there (UnsupportedTransactionClientError). The connection
+ * is lost: a SQLSTATE of the connection classes, or an error of the client's that says so (DriverUnavailableError).
+ * Anything else as it is: an error the server raised for the statement (it aborted the transaction, which the caller
+ * rolls back), a refusal or an error of the client's own, and this library's errors.
+ */
+function transactionError(adapter: string, error: unknown): unknown {
+  if (error instanceof DelayError) return error;
   const state = sqlStateOf(error);
+  if (state === SQLSTATE_OTHER_STORE || state === SQLSTATE_NO_SCHEMA) {
+    const detail = state === SQLSTATE_OTHER_STORE ? "its schema's store id is not the driver's" : describeError(error);
+    return new UnsupportedTransactionClientError(adapter, `it is connected to another database than the driver's (${detail}): the write would not be seen by the driver`, error);
+  }
   if (state === SQLSTATE_NOT_IN_TRANSACTION) return new TransactionNotActiveError(adapter, 'it is not in a transaction block: committed, rolled back, or never begun', error);
   if (state === '25P02') return new TransactionNotActiveError(adapter, 'it is aborted after an earlier error', error);
-  const message = error instanceof Error ? error.message : '';
-  if (/not queryable|already been released|transaction query already complete/i.test(message)) return new TransactionNotActiveError(adapter, message, error);
-  return undefined;
+  const ended = transactionEnded(error);
+  if (ended !== undefined) return new TransactionNotActiveError(adapter, ended, error);
+  if (state !== undefined) return CONNECTION_STATES.test(state) ? new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error) : error;
+  return connectionLost(error) ? new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error) : error;
 }

@@ -22,6 +22,8 @@ export const POSTGRES_SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** SQLSTATE raised by the driver's guard when a write meant for a transaction would commit on its own. */
 export const SQLSTATE_NOT_IN_TRANSACTION = 'NDTX1';
+/** SQLSTATE raised by the same guard when the transaction is on another database than the driver's (another store id). */
+export const SQLSTATE_OTHER_STORE = 'NDDB1';
 /** SQLSTATE raised when a schedule meets a batch opened under one of its keys between its check and its write. */
 export const SQLSTATE_KIND_CONFLICT = 'NDKC1';
 
@@ -60,6 +62,14 @@ CREATE TABLE IF NOT EXISTS __schema__.migrations (
   name text NOT NULL,
   applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+
+-- The store's identity: one row, a random id, made once with the schema. The driver reads it at startup and
+-- gives it to each write made in the application's transaction, whose guard (clock_ms) refuses to run where
+-- the id differs: a transaction on another database (or server) than the driver's.
+CREATE TABLE __schema__.store (id text PRIMARY KEY);
+-- random() is seeded from the server's strong random source when each session starts (PostgreSQL 12 has no
+-- gen_random_uuid without an extension).
+INSERT INTO __schema__.store (id) VALUES (md5(random()::text || random()::text || random()::text || clock_timestamp()::text));
 
 -- Arming tokens: every arming, re-arming, retry and redelivery takes a fresh
 -- one, so an outcome reported for an older arming never matches.
@@ -167,19 +177,13 @@ CREATE TABLE __schema__.turns (
 -- Wake-ups. A write that makes a topic's earliest due time earlier notifies
 -- the channel named after the schema. Any role may LISTEN to a channel, and
 -- NOTIFY it, so a notification carries only a tag of the topic: the first 16
--- hex digits of md5(key || topic), where the key is a random value only the
--- driver's roles can read. An instance wakes the consumer of the topic whose
+-- hex digits of md5(id || topic), where the id is the store's (its table above), a
+-- random value only the driver's roles can read. An instance wakes the consumer of the topic whose
 -- tag it is; no due time is sent (the claim it makes tells it), and a flood of
 -- notifications (forged or replayed) costs each instance a bounded number of
 -- claims (the consumer spaces out wakes that found nothing new).
-CREATE TABLE __schema__.wake_key (
-  key text NOT NULL
-);
--- random() is seeded from the server's strong random source when each session starts (PostgreSQL 12 has no gen_random_uuid without an extension).
-INSERT INTO __schema__.wake_key (key) VALUES (md5(random()::text || random()::text || random()::text || clock_timestamp()::text));
-
 CREATE FUNCTION __schema__.wake_tag(p_topic text) RETURNS text LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
-  SELECT left(md5(k.key || p_topic), 16) FROM __schema__.wake_key k LIMIT 1
+  SELECT left(md5(s.id || p_topic), 16) FROM __schema__.store s LIMIT 1
 $fn$;
 
 CREATE FUNCTION __schema__.wake(p_topic text) RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
@@ -194,16 +198,22 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
   SELECT t.topic, __schema__.wake_tag(t.topic) FROM unnest(p_topics) AS t(topic)
 $fn$;
 
--- The database's time in ms. With in_tx, it also refuses to run outside a
--- transaction block: a statement sent without parameters (the simple query
--- protocol) in autocommit has now() = statement_timestamp(), while inside
--- BEGIN ... every statement after BEGIN starts later than its transaction.
--- A write meant for the application's transaction then fails instead of
--- committing on its own.
-CREATE FUNCTION __schema__.clock_ms(in_tx boolean) RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
+-- The database's time in ms. Given the store's id (p_tx_store: a write in
+-- the application's transaction; null on the driver's own connections), it
+-- also refuses to run outside a transaction block: a statement sent without parameters (the
+-- simple query protocol) in autocommit has now() = statement_timestamp(),
+-- while inside BEGIN ... every statement after BEGIN starts later than its
+-- transaction. A write meant for the application's transaction then fails
+-- instead of committing on its own. And it refuses to run where the store
+-- has another id: a transaction on another database that has this schema
+-- too, where the write would commit and never fire for the driver.
+CREATE FUNCTION __schema__.clock_ms(p_tx_store text) RETURNS bigint LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  IF in_tx AND now() = statement_timestamp() THEN
+  IF p_tx_store IS NOT NULL AND now() = statement_timestamp() THEN
     RAISE EXCEPTION 'nestjs-delay: the transaction passed in is not open; this write would have committed on its own' USING ERRCODE = 'NDTX1';
+  END IF;
+  IF p_tx_store IS NOT NULL AND NOT EXISTS (SELECT 1 FROM __schema__.store s WHERE s.id = p_tx_store) THEN
+    RAISE EXCEPTION 'nestjs-delay: the transaction passed in is on another database than the driver''s' USING ERRCODE = 'NDDB1';
   END IF;
   RETURN floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 END
@@ -220,11 +230,11 @@ $fn$;
 -- consumer must wake sooner (a notification costs a lock at commit).
 CREATE FUNCTION __schema__.schedule(
   p_topic text, p_keys text[], p_absolute boolean[], p_values bigint[], p_payloads text[], p_keep boolean[], p_traces text[],
-  p_max_past bigint, p_horizon bigint, p_in_tx boolean
+  p_max_past bigint, p_horizon bigint, p_tx_store text
 ) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_now bigint := __schema__.clock_ms(p_tx_store);
   v_count integer := coalesce(cardinality(p_keys), 0);
   v_at bigint;
   v_earliest bigint;
@@ -291,11 +301,11 @@ $fn$;
 -- new token (a run going on no longer holds it). Status 1 moved, 0 none, -1/-2
 -- out of range, -3 the key is an open batch.
 CREATE FUNCTION __schema__.reschedule(
-  p_topic text, p_key text, p_absolute boolean, p_value bigint, p_max_past bigint, p_horizon bigint, p_in_tx boolean
+  p_topic text, p_key text, p_absolute boolean, p_value bigint, p_max_past bigint, p_horizon bigint, p_tx_store text
 ) RETURNS TABLE (status integer, due_at bigint, payload text, attempt integer, now_ms bigint)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_now bigint := __schema__.clock_ms(p_tx_store);
   v_at bigint := CASE WHEN p_absolute THEN p_value ELSE v_now + p_value END;
   v_row __schema__.actions%ROWTYPE;
   v_earliest bigint;
@@ -326,12 +336,12 @@ $fn$;
 -- item as the Redis driver stores it, "<bytes>:<json>", so the cap means
 -- the same on every driver; the item that opens a batch is always taken.
 CREATE FUNCTION __schema__.collect(
-  p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_in_tx boolean,
+  p_topic text, p_key text, p_item text, p_window bigint, p_max_wait bigint, p_slide boolean, p_max_items integer, p_trace text, p_tx_store text,
   p_max_bytes bigint
 ) RETURNS TABLE (status integer, size integer, due_at bigint, now_ms bigint)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(p_in_tx);
+  v_now bigint := __schema__.clock_ms(p_tx_store);
   v_row __schema__.actions%ROWTYPE;
   v_earliest bigint;
   v_status integer;
@@ -399,7 +409,7 @@ $fn$;
 -- action whose key has an open batch (nothing changes).
 CREATE FUNCTION __schema__.redrive(p_topic text, p_id text) RETURNS integer LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
   v_dead __schema__.dead%ROWTYPE;
 BEGIN
   SELECT * INTO v_dead FROM __schema__.dead d WHERE d.topic = p_topic AND d.id = p_id FOR UPDATE;
@@ -489,7 +499,7 @@ CREATE FUNCTION __schema__.advance_series(
 ) RETURNS TABLE (status integer, created text[], skipped text[], cancelled text[], soonest bigint, now_ms bigint)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
   v_count integer := coalesce(cardinality(p_keys), 0);
   v_row __schema__.actions%ROWTYPE;
   v_found boolean;
@@ -678,7 +688,7 @@ CREATE FUNCTION __schema__.claim(
 #variable_conflict use_column
 DECLARE
   -- The clock when the call started: what is due, and what the consumer's clock offset is measured against.
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
   -- Read again after the turn: the lease runs from there, however long the turn took.
   v_turn bigint;
   v_completed integer := 0;
@@ -753,7 +763,7 @@ BEGIN
       NULL::text, NULL::text, NULL::bigint, NULL::integer, NULL::bigint, NULL::text, NULL::boolean, NULL::text[], NULL::text, NULL::boolean;
     RETURN;
   END;
-  v_turn := __schema__.clock_ms(false);
+  v_turn := __schema__.clock_ms(NULL);
   v_paused := EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic);
   RETURN QUERY
   WITH

@@ -22,7 +22,7 @@ export const STATEMENT_FUNCTIONS_SQL = String.raw`
 -- probe below waits for it (its INSERT meets that row's uncommitted key), so
 -- a cancel applies on top of an arming that commits first, as it does on top
 -- of a re-arming. The probe row never commits: it is deleted at once.
-CREATE FUNCTION __schema__.cancel(p_topic text, p_key text, p_in_tx boolean)
+CREATE FUNCTION __schema__.cancel(p_topic text, p_key text, p_tx_store text)
 RETURNS TABLE (removed integer, now_ms bigint) LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -33,7 +33,7 @@ BEGIN
     GET DIAGNOSTICS v_removed = ROW_COUNT;
     EXIT WHEN v_removed > 0 OR NOT __schema__.armed_meanwhile(p_topic, p_key);
   END LOOP;
-  RETURN QUERY SELECT v_removed, __schema__.clock_ms(p_in_tx);
+  RETURN QUERY SELECT v_removed, __schema__.clock_ms(p_tx_store);
 END
 $fn$;
 
@@ -79,13 +79,19 @@ BEGIN
 END
 $fn$;
 
--- get: one action with its state (running: its token in a runs row) and whether the topic is paused.
-CREATE FUNCTION __schema__.get(p_topic text, p_member text)
+CREATE FUNCTION __schema__.store_id() RETURNS text LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT min(s.id) FROM __schema__.store s
+$fn$;
+
+-- get: one action with its state (running: its token in a runs row) and whether the topic is paused. In the
+-- application's transaction (p_tx_store, the store's id) its guard runs first, whether or not the key has one.
+CREATE FUNCTION __schema__.get(p_topic text, p_member text, p_tx_store text DEFAULT NULL)
 RETURNS TABLE (member text, key text, token bigint, attempt integer, due_at bigint, payload text, batch boolean, items text[], trace text, tick boolean,
   state text, paused boolean)
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 BEGIN
+  IF p_tx_store IS NOT NULL THEN PERFORM __schema__.clock_ms(p_tx_store); END IF;
   RETURN QUERY SELECT a.member::text, a.key::text, a.token, a.attempt, a.due_at, a.payload, a.batch, a.items, a.trace, a.tick,
     CASE WHEN __schema__.is_running(a.topic, a.token) THEN 'running' ELSE 'waiting' END,
     EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic)
@@ -146,7 +152,7 @@ RETURNS TABLE (claim_id text, members text[], tokens bigint[])
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 DECLARE
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
 BEGIN
   RETURN QUERY
   UPDATE __schema__.runs r SET lease_until = v_now + p_lease
@@ -168,7 +174,7 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
-  SELECT n.claim_id, a.member::text, a.key::text, a.token, a.attempt, a.due_at, a.payload, a.batch, a.items, a.trace, a.tick, __schema__.clock_ms(false)
+  SELECT n.claim_id, a.member::text, a.key::text, a.token, a.attempt, a.due_at, a.payload, a.batch, a.items, a.trace, a.tick, __schema__.clock_ms(NULL)
   FROM __schema__.renew_leases(p_topic, p_claims, p_lease) n, unnest(n.members, n.tokens) AS u(member, token), __schema__.actions a
   WHERE a.topic = p_topic AND a.member = u.member AND a.token = u.token;
 END
@@ -221,7 +227,7 @@ CREATE FUNCTION __schema__.retry(p_topic text, p_member text, p_token bigint, p_
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 BEGIN
-  RETURN QUERY UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = a.attempt + 1, due_at = __schema__.clock_ms(false) + p_backoff
+  RETURN QUERY UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = a.attempt + 1, due_at = __schema__.clock_ms(NULL) + p_backoff
   WHERE a.topic = p_topic AND a.member = p_member AND a.token = p_token
   RETURNING a.due_at;
 END
@@ -235,7 +241,7 @@ DECLARE
 BEGIN
   WITH gone AS (DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_member AND a.token = p_token RETURNING a.*)
   INSERT INTO __schema__.dead AS d (topic, id, key, payload, batch, items, due_at, attempts, error, died_at)
-  SELECT g.topic, g.member, g.key, g.payload, g.batch, g.items, g.due_at, g.attempt, p_error, __schema__.clock_ms(false) FROM gone g
+  SELECT g.topic, g.member, g.key, g.payload, g.batch, g.items, g.due_at, g.attempt, p_error, __schema__.clock_ms(NULL) FROM gone g
   ON CONFLICT (topic, id) DO UPDATE SET key = excluded.key, payload = excluded.payload, batch = excluded.batch, items = excluded.items,
     due_at = excluded.due_at, attempts = excluded.attempts, error = excluded.error, died_at = excluded.died_at;
   GET DIAGNOSTICS v_buried = ROW_COUNT;
@@ -265,7 +271,7 @@ $fn$;
 CREATE FUNCTION __schema__.pause(p_topic text) RETURNS TABLE (paused boolean)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  INSERT INTO __schema__.paused_topics (topic, paused_at) VALUES (p_topic, __schema__.clock_ms(false)) ON CONFLICT (topic) DO NOTHING;
+  INSERT INTO __schema__.paused_topics (topic, paused_at) VALUES (p_topic, __schema__.clock_ms(NULL)) ON CONFLICT (topic) DO NOTHING;
   IF FOUND THEN RETURN QUERY SELECT true; END IF;
 END
 $fn$;
@@ -298,7 +304,7 @@ CREATE FUNCTION __schema__.run_now(p_topic text, p_member text) RETURNS TABLE (f
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 DECLARE
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
   v_found boolean;
 BEGIN
   v_found := EXISTS (SELECT 1 FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_member AND NOT __schema__.is_running(p_topic, a.token));
@@ -335,7 +341,7 @@ CREATE FUNCTION __schema__.topic_health(p_topics text[]) RETURNS TABLE (topic te
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
 BEGIN
-  RETURN QUERY SELECT t.topic, __schema__.clock_ms(false), __schema__.earliest_waiting(t.topic),
+  RETURN QUERY SELECT t.topic, __schema__.clock_ms(NULL), __schema__.earliest_waiting(t.topic),
     EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = t.topic)
   FROM unnest(p_topics) WITH ORDINALITY AS t(topic, n) ORDER BY t.n;
 END
@@ -351,7 +357,7 @@ CREATE FUNCTION __schema__.record_series_runs(p_topic text, p_outcome text, p_me
 RETURNS void LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   INSERT INTO __schema__.series_runs AS x (topic, key, outcome, occurrence, started_at, attempt, at)
-  SELECT DISTINCT ON (k.key) p_topic, k.key, p_outcome, k.member, k.started, k.attempt, __schema__.clock_ms(false)
+  SELECT DISTINCT ON (k.key) p_topic, k.key, p_outcome, k.member, k.started, k.attempt, __schema__.clock_ms(NULL)
   FROM (SELECT g.member, split_part(g.member, chr(30), 1) AS key, g.started, g.attempt, g.n
         FROM unnest(p_members, p_attempts, p_started) WITH ORDINALITY AS g(member, attempt, started, n) WHERE g.started IS NOT NULL) k
   WHERE EXISTS (SELECT 1 FROM __schema__.series e WHERE e.topic = p_topic AND e.key = k.key)
@@ -386,7 +392,7 @@ DECLARE
   v_due bigint;
   v_attempt integer;
 BEGIN
-  UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = a.attempt + 1, due_at = __schema__.clock_ms(false) + p_backoff
+  UPDATE __schema__.actions a SET token = nextval('__schema__.tokens'), attempt = a.attempt + 1, due_at = __schema__.clock_ms(NULL) + p_backoff
   WHERE a.topic = p_topic AND a.member = p_member AND a.token = p_token
   RETURNING a.due_at, a.attempt - 1 INTO v_due, v_attempt;
   IF NOT FOUND THEN RETURN; END IF;
@@ -416,7 +422,7 @@ $fn$;
 CREATE FUNCTION __schema__.declare_series(p_topic text, p_keys text[], p_ms bigint) RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
-  v_now bigint := __schema__.clock_ms(false);
+  v_now bigint := __schema__.clock_ms(NULL);
 BEGIN
   INSERT INTO __schema__.series_marks AS m (topic, key, declared_until)
   SELECT p_topic, k.key, v_now + p_ms FROM (SELECT DISTINCT unnest(p_keys) COLLATE "C" AS key) k ORDER BY k.key

@@ -16,6 +16,8 @@ export interface PostgresStatements {
   readonly cancel: string;
   readonly cancelEach: string;
   readonly get: string;
+  readonly getInTransaction: string;
+  readonly storeId: string;
   readonly list: string;
   readonly count: string;
   readonly listDead: string;
@@ -54,15 +56,22 @@ export function postgresStatements(schema: string): PostgresStatements {
   const bool = 'pg_catalog.bool';
   return {
     channel: s,
-    // $1 topic, $2 keys, $3 absolute, $4 values, $5 payloads, $6 keep, $7 traces, $8 max past, $9 horizon, $10 in a transaction
-    schedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.schedule($1::${text}, $2::${text}[], $3::${bool}[], $4::${bigint}[], $5::${text}[], $6::${bool}[], $7::${text}[], $8::${bigint}, $9::${bigint}, $10::${bool})`,
-    reschedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.reschedule($1::${text}, $2::${text}, $3::${bool}, $4::${bigint}, $5::${bigint}, $6::${bigint}, $7::${bool})`,
-    collect: `SELECT status, size, due_at, now_ms FROM ${s}.collect($1::${text}, $2::${text}, $3::${text}, $4::${bigint}, $5::${bigint}, $6::${bool}, $7::${int}, $8::${text}, $9::${bool}, $10::${bigint})`,
-    // $1 topic, $2 key, $3 in a transaction. The clock is read last, after the delete: its guard refuses (and so undoes) a delete that would commit on its own.
-    cancel: `SELECT removed, now_ms FROM ${s}.cancel($1::${text}, $2::${text}, $3::${bool})`,
+    // $1 topic, $2 keys, $3 absolute, $4 values, $5 payloads, $6 keep, $7 traces, $8 max past, $9 horizon, $10 the store's id in a transaction, else null (the guard: clock_ms)
+    schedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.schedule($1::${text}, $2::${text}[], $3::${bool}[], $4::${bigint}[], $5::${text}[], $6::${bool}[], $7::${text}[], $8::${bigint}, $9::${bigint}, $10::${text})`,
+    reschedule: `SELECT status, due_at, payload, attempt, now_ms FROM ${s}.reschedule($1::${text}, $2::${text}, $3::${bool}, $4::${bigint}, $5::${bigint}, $6::${bigint}, $7::${text})`,
+    collect: `SELECT status, size, due_at, now_ms FROM ${s}.collect($1::${text}, $2::${text}, $3::${text}, $4::${bigint}, $5::${bigint}, $6::${bool}, $7::${int}, $8::${text}, $9::${text}, $10::${bigint})`,
+    // $1 topic, $2 key, $3 the store's id in a transaction, else null. The clock is read last, after the delete: its guard
+    // refuses (and so undoes) a delete that would commit on its own, or on another database.
+    cancel: `SELECT removed, now_ms FROM ${s}.cancel($1::${text}, $2::${text}, $3::${text})`,
     // Autocommit cancels of one tick, $2 the keys in call order: per call, how many rows it removed.
     cancelEach: `SELECT removed FROM ${s}.cancel_each($1::${text}, $2::${text}[])`,
     get: `SELECT * FROM ${s}.get($1::${text}, $2::${text})`,
+    // The same in the application's transaction, $3 the store's id: its guard refuses a transaction over or on another
+    // database, whether or not the key has an action.
+    getInTransaction: `SELECT * FROM ${s}.get($1::${text}, $2::${text}, $3::${text})`,
+    // The id the store was given when its schema was made: the guard of each write in the application's transaction
+    // compares it with its database's.
+    storeId: `SELECT ${s}.store_id() AS id`,
     // A listing shows a batch's first LISTED_BATCH_ITEMS items and its size, not the whole array. Running actions first.
     list: `SELECT * FROM ${s}.list($1::${text}, $2::${int}, $3::${bigint}, ${LISTED_BATCH_ITEMS})`,
     count: `SELECT n FROM ${s}.count($1::${text})`,
@@ -113,13 +122,13 @@ export function postgresStatements(schema: string): PostgresStatements {
     runNow: `SELECT found, woke FROM ${s}.run_now($1::${text}, $2::${text})`,
     topics: `SELECT * FROM ${s}.topics()`,
     topicHealth: `SELECT * FROM ${s}.topic_health($1::${text}[])`,
-    now: `SELECT ${s}.clock_ms(false) AS now_ms`,
+    now: `SELECT ${s}.clock_ms(NULL) AS now_ms`,
     wakeTags: `SELECT topic, tag FROM ${s}.wake_tags($1::${text}[])`,
     // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
     // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads, $13 orphan grace ms (0: none)
-    // (see advance_series in the migrations), $14 in a transaction.
-    // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own.
-    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::${bool}) AS guard
+    // (see advance_series in the migrations), $14 the store's id in a transaction, else null.
+    // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own, or on another database.
+    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::${text}) AS guard
       FROM ${s}.advance_series($1::${text}, $2::${text}, $3::${text}, $4::${text}, $5::${text}, $6::${text}, $7::${bigint}, $8::${text}, $9::${text}[], $10::${bool}[],
         $11::${bigint}[], $12::${text}[], $13::${bigint}) r`,
     // ---- outcomes of recurring occurrences: the same, and the schedule's last run (record_series_runs) ----

@@ -78,6 +78,8 @@ export class PostgresDriver implements DelayDriver {
   private readonly order = new WriteOrder();
   private readonly gatherer: PostgresWriteGatherer;
   private listener: PostgresWakeListener | undefined;
+  /** The store's id (the schema's store table), read at start: what a write in the application's transaction gives its guard. */
+  private storeId: string | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private renewing = false;
 
@@ -89,7 +91,7 @@ export class PostgresDriver implements DelayDriver {
     this.gatherer = new PostgresWriteGatherer(
       this.order,
       {
-        schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(false))),
+        schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(null))),
         cancel: async (topic, keys) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys])).map((row) => int(row.removed) > 0),
       },
       commandTimeoutMs,
@@ -103,13 +105,18 @@ export class PostgresDriver implements DelayDriver {
     this.listen = pooler === 'session';
   }
 
-  /** Creates or upgrades the schema (or checks it, with `migrate: false`); bootstrap fails with DriverUnavailableError if the database cannot be reached. */
+  /**
+   * Creates or upgrades the schema (or checks it, with `migrate: false`); bootstrap fails with DriverUnavailableError if
+   * the database cannot be reached, or if its connections do not run under READ COMMITTED (checked first: a refused
+   * start creates nothing).
+   */
   async connect(): Promise<void> {
     const schema = new PostgresSchema(this.connection, this.schema);
     try {
+      await this.checkIsolation();
       if (this.migrateAtStart) await schema.migrate();
       else await schema.check();
-      await this.checkIsolation();
+      await this.store();
     } catch (error) {
       await this.connection.close();
       throw error;
@@ -134,7 +141,7 @@ export class PostgresDriver implements DelayDriver {
     if (hasNul(key)) return false;
     // Autocommit: the cancels of this tick for this topic share one statement and one commit.
     if (!transaction) return this.gatherer.cancel(topic, key);
-    const rows = await this.write(topic, [key], transaction, this.sql.cancel, (inTx) => [topic, key, inTx]);
+    const rows = await this.write(topic, [key], transaction, this.sql.cancel, (txStore) => [topic, key, txStore]);
     return int(rows[0].removed) > 0;
   }
 
@@ -143,7 +150,7 @@ export class PostgresDriver implements DelayDriver {
     if (hasNul(key)) return null;
     const [absolute, value] = dueParams(due);
     const sentAt = Date.now();
-    const rows = await this.write(topic, [key], command.transaction, this.sql.reschedule, (inTx) => [topic, key, absolute, value, command.maxPastMs, this.horizonMs, inTx]);
+    const rows = await this.write(topic, [key], command.transaction, this.sql.reschedule, (txStore) => [topic, key, absolute, value, command.maxPastMs, this.horizonMs, txStore]);
     const row = rows[0];
     this.sawNow(row.now_ms, sentAt);
     const status = int(row.status);
@@ -156,9 +163,10 @@ export class PostgresDriver implements DelayDriver {
 
   async get(topic: string, key: string, transaction?: DriverTransaction): Promise<StoredAction | null> {
     if (hasNul(key)) return null;
-    // In the caller's transaction the read sees what that transaction wrote, and nothing waits for the pool's writes.
+    // In the caller's transaction the read sees what that transaction wrote, and nothing waits for the pool's writes; its
+    // guard refuses a transaction over or on another database, as a write's does.
     const rows = transaction
-      ? await this.connection.inTransaction(transaction, this.sql.get, [topic, key])
+      ? (await this.connection.inTransaction(transaction, this.sql.getInTransaction, [topic, key, await this.store()])).filter((row) => row.member !== null)
       : await this.ordered(topic, [key], () => this.connection.query(this.sql.get, [topic, key]));
     return rows.length === 0 ? null : toStoredAction(topic, rows[0]);
   }
@@ -192,7 +200,7 @@ export class PostgresDriver implements DelayDriver {
     const { topic, key } = command;
     if (hasNul(key)) throw new InvalidKeyError(key, 'contains U+0000, which PostgreSQL cannot store in text');
     const sentAt = Date.now();
-    const rows = await this.write(topic, [key], command.transaction, this.sql.collect, (inTx) => [
+    const rows = await this.write(topic, [key], command.transaction, this.sql.collect, (txStore) => [
       topic,
       key,
       command.item,
@@ -201,7 +209,7 @@ export class PostgresDriver implements DelayDriver {
       command.slide,
       command.maxItems,
       command.trace ?? null,
-      inTx,
+      txStore,
       command.maxBytes ?? -1,
     ]);
     const row = rows[0];
@@ -303,7 +311,7 @@ export class PostgresDriver implements DelayDriver {
       next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
     const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
     const sentAt = Date.now();
-    const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (inTx) => [
+    const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (txStore) => [
       topic,
       key,
       expectKind,
@@ -317,7 +325,7 @@ export class PostgresDriver implements DelayDriver {
       dues.map(([, value]) => value),
       command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
       command.orphanGraceMs ?? 0,
-      inTx,
+      txStore,
     ]);
     const row = rows[0];
     this.sawNow(row.now_ms, sentAt);
@@ -413,13 +421,30 @@ export class PostgresDriver implements DelayDriver {
   // ---- writes ------------------------------------------------------------
 
   /**
-   * Runs a write: in the application's transaction when one is given (the
-   * guard in the statement refuses one that is no longer open), else on the
-   * driver's pool, after earlier writes of the same keys.
+   * Runs a write: in the application's transaction when one is given, with
+   * the store's id for the guard in the statement (it refuses a transaction
+   * no longer open, or on another database), else on the driver's pool,
+   * after earlier writes of the same keys, with null.
    */
-  private write(topic: string, keys: readonly string[], transaction: DriverTransaction | undefined, sql: string, params: (inTx: boolean) => unknown[]): Promise<Row[]> {
-    if (transaction) return this.connection.inTransaction(transaction, sql, params(true));
-    return this.ordered(topic, keys, () => this.connection.query(sql, params(false)));
+  private async write(
+    topic: string,
+    keys: readonly string[],
+    transaction: DriverTransaction | undefined,
+    sql: string,
+    params: (txStore: string | null) => unknown[],
+  ): Promise<Row[]> {
+    if (transaction) return this.connection.inTransaction(transaction, sql, params(await this.store()));
+    return this.ordered(topic, keys, () => this.connection.query(sql, params(null)));
+  }
+
+  /** The store's id: read at start, or by the first write in a transaction made before. */
+  private async store(): Promise<string> {
+    if (this.storeId === undefined) {
+      const [row] = await this.connection.query(this.sql.storeId);
+      if (typeof row?.id !== 'string') throw new DriverUnavailableError(`schema "${this.schema}" has no store id: the one row of its store table, made by migration 1, is gone`);
+      this.storeId = row.id;
+    }
+    return this.storeId;
   }
 
   /** Runs `work` after the driver's earlier writes of these keys, schedule calls still gathered for this tick included. */
@@ -451,14 +476,14 @@ export class PostgresDriver implements DelayDriver {
     entries: readonly ScheduleEntry[],
     maxPastMs: number,
     transaction: DriverTransaction | undefined,
-    run: (params: (inTx: boolean) => unknown[]) => Promise<Row[]>,
+    run: (params: (txStore: string | null) => unknown[]) => Promise<Row[]>,
   ): Promise<ScheduleResult[]> {
     const keys = entries.map((entry) => entry.key);
     const dues = entries.map((entry) => dueParams(entry.due));
     let rows: Row[];
     const sentAt = Date.now();
     try {
-      rows = await run((inTx) => [
+      rows = await run((txStore) => [
         topic,
         keys,
         dues.map(([absolute]) => absolute),
@@ -468,7 +493,7 @@ export class PostgresDriver implements DelayDriver {
         entries.map((entry) => entry.trace ?? null),
         maxPastMs,
         this.horizonMs,
-        inTx,
+        txStore,
       ]);
     } catch (error) {
       // A batch opened under one of the keys between the function's check and its write: nothing was written.
