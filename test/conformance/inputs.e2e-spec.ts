@@ -4,6 +4,7 @@ import {
   IfExists,
   InvalidDurationError,
   InvalidKeyError,
+  InvalidPageError,
   InvalidScheduleOptionsError,
   InvalidTopicError,
   PayloadNotSerializableError,
@@ -22,6 +23,7 @@ type ErrorClass =
   | typeof InvalidDurationError
   | typeof DueTimeOutOfRangeError
   | typeof InvalidScheduleOptionsError
+  | typeof InvalidPageError
   | typeof PayloadNotSerializableError
   | typeof PayloadTooLargeError;
 
@@ -49,6 +51,7 @@ const KEY_CODE = 'ERR_DELAY_INVALID_KEY';
 const DURATION_CODE = 'ERR_DELAY_INVALID_DURATION';
 const RANGE_CODE = 'ERR_DELAY_DUE_TIME_OUT_OF_RANGE';
 const OPTIONS_CODE = 'ERR_DELAY_INVALID_SCHEDULE_OPTIONS';
+const PAGE_CODE = 'ERR_DELAY_INVALID_PAGE';
 const PAYLOAD_CODE = 'ERR_DELAY_PAYLOAD_NOT_SERIALIZABLE';
 
 /** Every input the contract says must be refused, with the error both drivers must give. */
@@ -181,7 +184,9 @@ const BAD_INPUTS: BadInput[] = [
   },
   { name: 'cancel with an empty key', call: (delay) => delay.cancel(TOPIC.basic, ''), error: InvalidKeyError, code: KEY_CODE },
   { name: 'get with a bad topic', call: (delay) => delay.get('', 'existing'), error: InvalidTopicError, code: TOPIC_CODE },
-  { name: 'list with a bad page', call: (delay) => delay.list(TOPIC.basic, { offset: -1 }), error: InvalidScheduleOptionsError, code: OPTIONS_CODE },
+  { name: 'list with a bad page', call: (delay) => delay.list(TOPIC.basic, { offset: -1 }), error: InvalidPageError, code: PAGE_CODE },
+  { name: 'list past the largest offset', call: (delay) => delay.list(TOPIC.basic, { offset: 2 ** 31 }), error: InvalidPageError, code: PAGE_CODE },
+  { name: 'listDead past the largest offset', call: (delay) => delay.listDead(TOPIC.basic, { offset: 99_999_999_999 }), error: InvalidPageError, code: PAGE_CODE },
 ];
 
 /** The same payloads on both drivers, and what JSON turns them into. */

@@ -47,3 +47,23 @@ describe.each(SHOP_DRIVERS)('Admin (e2e) on the %s driver: pending delayed actio
     expect((body as { message: string[] }).message).toEqual(['limit must not be less than 1']);
   });
 });
+
+// On PostgreSQL an offset past a 32-bit integer failed in the statement itself (SQLSTATE 22003) and answered 500.
+describe('Admin (e2e) on the postgres driver: a page no listing can read', () => {
+  const fixture = useShopFixture('postgres');
+
+  it.each([
+    ['pending', ''],
+    ['dead', '/dead'],
+  ])('answers offset=99999999999 on the %s listing with a 400 and the library error code, and the largest offset with an empty page', async (_listing, suffix) => {
+    const shop = await fixture.start({ env: { ADMIN_TOKEN: TEST_ADMIN_TOKEN } });
+    const { body } = await shop.http.get(`/api/admin/delays/order.unpaid${suffix}?offset=99999999999`).set(ADMIN_API).expect(400);
+    expect(body).toEqual({
+      statusCode: 400,
+      error: 'Bad Request',
+      code: 'ERR_DELAY_INVALID_PAGE',
+      message: 'Invalid page: offset must be a whole number from 0 to 1000000000, got 99999999999',
+    });
+    await shop.http.get(`/api/admin/delays/order.unpaid${suffix}?offset=1000000000&limit=1000`).set(ADMIN_API).expect(200, { items: [], total: 0, offset: 1_000_000_000, limit: 1000 });
+  });
+});

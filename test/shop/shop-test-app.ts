@@ -50,6 +50,8 @@ export interface BootOptions {
   readonly clock?: VirtualClock;
   readonly listen?: boolean;
   readonly overrides?: readonly ProviderOverride[];
+  /** Controllers added beside the shop's, e.g. a probe that runs a statement of the test's. */
+  readonly controllers?: readonly Type[];
 }
 
 /**
@@ -63,7 +65,7 @@ export async function bootShop(options: BootOptions = {}): Promise<BootedShop> {
   const databaseUrl = options.env?.DATABASE_URL ?? (await freshShopDatabase());
   const pinned = { DATABASE_URL: databaseUrl, DELAY_DRIVER: 'wheel', REDIS_URL: undefined, REDIS_PREFIX: undefined, ADMIN_TOKEN: undefined, WEBHOOK_ALLOWED_NETWORKS: undefined, OTEL_SERVICE_NAME: undefined, OTEL_RESOURCE_ATTRIBUTES: undefined };
   const moduleRef = await withEnv({ ...SHOP_ENV_DEFAULTS, ...pinned, ...options.env }, () => {
-    let builder: TestingModuleBuilder = Test.createTestingModule({ imports: [AppModule] });
+    let builder: TestingModuleBuilder = Test.createTestingModule({ imports: [AppModule], controllers: [...(options.controllers ?? [])] });
     if (options.clock) builder = builder.overrideProvider(DelayClock).useValue(options.clock);
     for (const { token, value } of options.overrides ?? []) builder = builder.overrideProvider(token).useValue(value);
     return builder.compile();

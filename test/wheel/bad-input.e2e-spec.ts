@@ -7,6 +7,7 @@ import {
   DueTimeOutOfRangeError,
   InvalidDurationError,
   InvalidKeyError,
+  InvalidPageError,
   InvalidScheduleOptionsError,
   InvalidTopicError,
   PayloadNotSerializableError,
@@ -177,8 +178,8 @@ describe('bad input is refused with a typed error and changes nothing (wheel dri
       await expectRefused(schedule({ delay: '1m', ifExists: 'overwrite', payload: { total: 99 } }), InvalidScheduleOptionsError, 'ERR_DELAY_INVALID_SCHEDULE_OPTIONS');
     });
 
-    it.each([{ limit: 0 }, { limit: 1001 }, { limit: 2.5 }, { offset: -1 }, { limit: Number.NaN }])('refuses a bad page %j', async (page) => {
-      await expectRefused(delay.list(TOPIC, page), InvalidScheduleOptionsError, 'ERR_DELAY_INVALID_SCHEDULE_OPTIONS');
+    it.each([{ limit: 0 }, { limit: 1001 }, { limit: 2.5 }, { offset: -1 }, { offset: 1_000_000_001 }, { limit: Number.NaN }])('refuses a bad page %j', async (page) => {
+      await expectRefused(delay.list(TOPIC, page), InvalidPageError, 'ERR_DELAY_INVALID_PAGE');
     });
   });
 

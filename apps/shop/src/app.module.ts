@@ -7,6 +7,7 @@ import { AdminModule } from './admin/admin.module';
 import { CatalogueModule } from './catalogue/catalogue.module';
 import { DelayErrorFilter } from './common/delay-error.filter';
 import { DomainExceptionFilter } from './common/domain-exception.filter';
+import { QueryFailedFilter } from './common/query-failed.filter';
 import { createDelayOptions } from './config/delay-options.factory';
 import { shopConfig } from './config/shop.config';
 import { DatabaseModule } from './database/database.module';
@@ -38,6 +39,7 @@ import { ReceiverModule } from './receiver/receiver.module';
     },
     { provide: APP_FILTER, useClass: DomainExceptionFilter },
     { provide: APP_FILTER, useClass: DelayErrorFilter },
+    { provide: APP_FILTER, useClass: QueryFailedFilter },
   ],
 })
 export class AppModule {}

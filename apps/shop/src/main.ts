@@ -15,13 +15,14 @@ import { describeDatabaseUrl } from './database/describe-database-url';
 import { EmbeddedPostgres } from './database/embedded-postgres';
 import { EmbeddedPostgresBusyError } from './database/embedded-postgres-busy.error';
 import { EmbeddedPostgresFailedError } from './database/embedded-postgres-failed.error';
+import { EmbeddedPostgresUnsafePathError } from './database/embedded-postgres-unsafe-path.error';
 import { configureHttp } from './http/configure-http';
 
 /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
 const DEFAULT_DATA_DIR = '.data/shop-postgres';
 
 /** Errors whose message says all a user needs: printed without a stack trace. */
-const PLAIN_ERRORS = [InvalidEnvironmentError, DatabaseUnreachableError, EmbeddedPostgresBusyError, EmbeddedPostgresFailedError];
+const PLAIN_ERRORS = [InvalidEnvironmentError, DatabaseUnreachableError, EmbeddedPostgresBusyError, EmbeddedPostgresFailedError, EmbeddedPostgresUnsafePathError];
 
 /** The embedded server, while this process runs one: stopped on every way out. */
 let embedded: EmbeddedPostgres | undefined;

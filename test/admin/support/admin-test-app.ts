@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, ForbiddenException, INestApplication, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DelayContext, DelayModule, DelayService, OnDelayExpired, OnRecurring, Recurring } from 'nestjs-delay';
+import { DelayContext, DelayModule, DelayModuleOptions, DelayService, OnDelayExpired, OnRecurring, Recurring } from 'nestjs-delay';
 import { DelayAdminModule, DelayAdminOptions } from 'nestjs-delay/admin';
 import { AddressInfo } from 'node:net';
 
@@ -70,11 +70,11 @@ export interface AdminTestApp {
   readonly baseUrl: string;
 }
 
-/** A small app on the wheel and the real clock, with the admin page mounted as given, listening on a free port. */
-export async function startAdminApp(admin: Partial<DelayAdminOptions> = {}, globalPrefix?: string): Promise<AdminTestApp> {
+/** A small app on the real clock (and the wheel, unless `driver` says otherwise), with the admin page mounted as given, listening on a free port. */
+export async function startAdminApp(admin: Partial<DelayAdminOptions> = {}, globalPrefix?: string, driver: DelayModuleOptions['driver'] = { type: 'wheel', tickMs: 5 }): Promise<AdminTestApp> {
   @Module({
     imports: [
-      DelayModule.forRoot({ driver: { type: 'wheel', tickMs: 5 } }),
+      DelayModule.forRoot({ driver }),
       DelayAdminModule.register({ path: 'admin/delays', writable: true, guards: [RoleGuard], ...admin }),
     ],
     providers: [ScriptedHandlers],

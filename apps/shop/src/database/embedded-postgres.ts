@@ -1,17 +1,19 @@
 import { Logger } from '@nestjs/common';
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chownSync, closeSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { EmbeddedPostgresBusyError } from './embedded-postgres-busy.error';
 import { EmbeddedPostgresFailedError } from './embedded-postgres-failed.error';
+import { EmbeddedPostgresUnsafePathError } from './embedded-postgres-unsafe-path.error';
 import { postgresBinDir, reachableBy, ServerUser, serverUser } from './postgres-binaries';
+import { assertPrivateFolder, lstatOrUndefined, makePrivateFolder, openPrivateLog, ownUid, writePrivateFile } from './private-paths';
+import { provisionShopDatabase } from './provision-shop-database';
 
-/** The database the shop's tables go in. */
-const DATABASE = 'shop';
+/** The file of the shop's folder that names the private folder of the cluster, when the server's user cannot reach the shop's folder. */
+const HOME_RECORD = 'server-home';
 /** How long a start may take: the first one after a crash replays the WAL. */
 const READY_WITHIN_MS = 60_000;
 /** How long a clean (fast) shutdown may take before the server is killed. */
@@ -28,7 +30,15 @@ const STOP_WITHIN_MS = 20_000;
  * - `pgdata/`: the cluster, made by initdb on the first start;
  * - `shop.pid`: the PID of the shop using it, so a second shop on the same
  *   folder stops with a clear message instead of touching it;
- * - `password` and `postgres.log`.
+ * - `password` (the superuser's, used only to create the shop's role and
+ *   database), `shop-password` (the role the shop connects as: not a
+ *   superuser, see provision-shop-database.ts) and `postgres.log`, all
+ *   mode 0600.
+ *
+ * The folder must be this user's (or, as root, the postgres user's), and
+ * neither group nor others may write it; a file of it is never written
+ * through a symbolic link. Anything else stops the startup with an
+ * EmbeddedPostgresUnsafePathError.
  *
  * The server runs in a process group of its own, so Ctrl-C reaches the
  * shop alone, which closes its connections and then stops the server. A
@@ -44,31 +54,38 @@ export class EmbeddedPostgres {
   private constructor(
     private readonly dir: string,
     private readonly child: ChildProcess,
+    /** The shop's connection string: its own role, not a superuser. */
     readonly url: string,
+    /** The folder of the cluster (pgdata) and its passwords: the shop's folder, or a private one when the server's user cannot reach that. */
+    readonly home: string,
   ) {}
 
   static async start(dir: string): Promise<EmbeddedPostgres> {
-    mkdirSync(dir, { recursive: true });
+    const user = serverUser();
+    prepareFolder(dir, user);
     claimFolder(dir);
+    // Opened first: a postgres.log planted as a link stops the startup before anything else is made.
+    let logFd: number | undefined;
     try {
-      const user = serverUser();
+      logFd = openPrivateLog(join(dir, 'postgres.log'));
       const bin = binDir(user);
       const home = serverHome(dir, user);
       const pgdata = join(home, 'pgdata');
       const password = initialise(home, pgdata, user, bin);
+      const shopPassword = shopPasswordOf(home);
       await stopLeftover(dir, pgdata);
       const port = await freePort();
-      const logFd = openSync(join(dir, 'postgres.log'), 'a');
       const args = ['-D', pgdata, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100'];
       // detached: a process group of its own, so a Ctrl-C in the terminal reaches the shop only, which stops this server after closing its connections.
       const child = spawn(join(bin, 'postgres'), args, { stdio: ['ignore', logFd, logFd], detached: true, ...user });
       closeSync(logFd);
+      logFd = undefined;
       child.unref();
-      const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
-      await waitUntilReady(dir, child, port, password);
+      const url = await waitUntilReady(dir, child, port, password, shopPassword);
       logger.log(`Embedded PostgreSQL (PID ${child.pid ?? '?'}) on 127.0.0.1:${port}, data in ${home}`);
-      return new EmbeddedPostgres(dir, child, url);
+      return new EmbeddedPostgres(dir, child, url, home);
     } catch (error) {
+      if (logFd !== undefined) closeSync(logFd);
       releaseFolder(dir);
       throw error;
     }
@@ -100,12 +117,22 @@ export class EmbeddedPostgres {
 
 const logger = new Logger(EmbeddedPostgres.name);
 
+/**
+ * Makes the shop's folder (mode 0700) if missing, and checks it: a folder
+ * (a symbolic link to one is followed: the folder is the user's choice) of
+ * this user or of the server's, that neither group nor others may write.
+ */
+function prepareFolder(dir: string, user: ServerUser | undefined): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  assertPrivateFolder(dir, statSync(dir), user === undefined ? [ownUid()] : [ownUid(), user.uid]);
+}
+
 /** Takes the folder for this shop, or throws if a live shop has it. A shop.pid naming a dead process is left from a crash, and taken over. */
 function claimFolder(dir: string): void {
   const lock = join(dir, 'shop.pid');
   const holder = readPid(lock);
   if (holder !== undefined && holder !== process.pid && isAlive(holder) && looksLikeNode(holder)) throw new EmbeddedPostgresBusyError(dir, holder, 'shop');
-  writeFileSync(lock, `${process.pid}\n`);
+  writePrivateFile(lock, `${process.pid}\n`);
 }
 
 function releaseFolder(dir: string): void {
@@ -126,18 +153,54 @@ function binDir(user: ServerUser | undefined): string {
 /**
  * Where the server keeps its cluster: the shop's folder, unless the server
  * runs as another user (as root) that cannot reach it (a checkout in a
- * folder only root may enter); then a folder of the system's temporary
- * directory named after the shop's folder, so a restart finds it again.
+ * folder only root may enter); then a private folder of the system's
+ * temporary directory, of an unpredictable name (mkdtemp, mode 0700, the
+ * server user's), named in the shop's folder (server-home) so a restart
+ * finds it again. A restart checks it as it was made: a real folder of the
+ * server's user that nobody else may write.
  */
 function serverHome(dir: string, user: ServerUser | undefined): string {
   if (user === undefined) return dir;
   chownSync(dir, user.uid, user.gid);
   if (reachableBy(user, dir)) return dir;
-  const home = join(tmpdir(), `nestjs-delay-shop-${createHash('sha1').update(dir).digest('hex').slice(0, 12)}`);
-  mkdirSync(home, { recursive: true, mode: 0o700 });
-  chownSync(home, user.uid, user.gid);
+  // The server's user will not use the folder: it stays this user's alone.
+  chownSync(dir, ownUid(), typeof process.getgid === 'function' ? process.getgid() : 0);
+  const record = join(dir, HOME_RECORD);
+  const recorded = readRecord(record);
+  if (recorded !== undefined) {
+    const stats = lstatOrUndefined(recorded);
+    if (stats !== undefined) {
+      assertPrivateFolder(recorded, stats, [user.uid]);
+      return recorded;
+    }
+    logger.warn(`The embedded PostgreSQL's folder ${recorded} is gone (the temporary directory is emptied at boot): it starts afresh in a new one`);
+  }
+  const home = makePrivateFolder(join(tmpdir(), 'nestjs-delay-shop-'), user);
+  writePrivateFile(record, `${home}\n`);
   logger.warn(`The postgres user cannot reach ${dir}: the embedded PostgreSQL keeps its data in ${home} instead`);
   return home;
+}
+
+/** The folder server-home names; undefined if there is no such file. A symbolic link there is refused. */
+function readRecord(record: string): string | undefined {
+  const stats = lstatOrUndefined(record);
+  if (stats === undefined) return undefined;
+  if (!stats.isFile() || stats.uid !== ownUid()) throw new EmbeddedPostgresUnsafePathError(record, stats.isFile() ? `it belongs to uid ${stats.uid}` : 'it is not a regular file');
+  const path = readFileSync(record, 'utf8').trim();
+  return path === '' ? undefined : path;
+}
+
+/** The password of the shop's role: made on the first start (or by the first shop that has roles), kept in the folder. */
+function shopPasswordOf(home: string): string {
+  const file = join(home, 'shop-password');
+  const stats = lstatOrUndefined(file);
+  if (stats?.isFile() && stats.uid === ownUid()) {
+    const password = readFileSync(file, 'utf8').trim();
+    if (password !== '') return password;
+  }
+  const password = randomBytes(18).toString('base64url');
+  writePrivateFile(file, `${password}\n`);
+  return password;
 }
 
 /** initdb on the first start (or after one that was cut short), with a password of the folder's own; returns the password. */
@@ -147,12 +210,12 @@ function initialise(dir: string, pgdata: string, user: ServerUser | undefined, b
   rmSync(pgdata, { recursive: true, force: true });
   mkdirSync(pgdata, { mode: 0o700 });
   const password = randomBytes(18).toString('base64url');
-  writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
+  // initdb, run as the server's user, reads it.
+  writePrivateFile(passwordFile, `${password}\n`, user);
   if (user) {
     // The server's user must reach pgdata through this folder.
     chownSync(dir, user.uid, user.gid);
     chownSync(pgdata, user.uid, user.gid);
-    chownSync(passwordFile, user.uid, user.gid);
   }
   const result = spawnSync(
     join(bin, 'initdb'),
@@ -194,7 +257,8 @@ async function stopLeftover(dir: string, pgdata: string): Promise<void> {
   else throw new EmbeddedPostgresBusyError(dir, pid, 'postgres');
 }
 
-async function waitUntilReady(dir: string, child: ChildProcess, port: number, password: string): Promise<void> {
+/** Waits until the server answers, has it make the shop's role and database, and returns the shop's connection string. */
+async function waitUntilReady(dir: string, child: ChildProcess, port: number, password: string, shopPassword: string): Promise<string> {
   const deadline = Date.now() + READY_WITHIN_MS;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -203,31 +267,13 @@ async function waitUntilReady(dir: string, child: ChildProcess, port: number, pa
       if (other !== undefined) throw new EmbeddedPostgresBusyError(dir, other, 'postgres');
       throw new EmbeddedPostgresFailedError(`The embedded PostgreSQL exited at startup (code ${child.exitCode ?? child.signalCode}); the end of ${join(dir, 'postgres.log')}:\n${log}`);
     }
-    if (await createDatabase(port, password)) return;
+    const url = await provisionShopDatabase(port, password, shopPassword);
+    if (url !== undefined) return url;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new EmbeddedPostgresFailedError(`The embedded PostgreSQL did not accept connections within ${READY_WITHIN_MS / 1000} s; the end of ${join(dir, 'postgres.log')}:\n${tail(join(dir, 'postgres.log'))}`);
     }
     await sleep(100);
-  }
-}
-
-/** Creates the shop's database if missing; false while the server does not accept connections yet. */
-async function createDatabase(port: number, password: string): Promise<boolean> {
-  const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres', connectionTimeoutMillis: 2_000 });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-  } catch {
-    await client.end().catch(() => undefined);
-    return false;
-  }
-  try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
-    if (rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
-    return true;
-  } finally {
-    await client.end().catch(() => undefined);
   }
 }
 

@@ -1,7 +1,9 @@
 import { BadRequestException, Body, ForbiddenException, Get, HttpStatus, Inject, NotFoundException, Param, Post, Query, Redirect, Req } from '@nestjs/common';
 import { DelayService } from '../delay.service';
+import { InvalidPageError } from '../errors/invalid-page.error';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { DelayClock } from '../time/clock';
+import { MAX_PAGE_OFFSET } from '../validation/action-input';
 import { deadPage, PageFrame, pendingPage, schedulesPage, TopicHeading, topicsPage } from './admin-pages';
 import { AdminPageHeaders } from './admin-headers';
 import { noticeText } from './admin-notices';
@@ -110,8 +112,15 @@ export class DelayAdminController {
     return { base: mountBase(request, this.options.path), options: this.options, now: this.clock.now(), notice: noticeText(done, count) };
   }
 
+  /** The page's offset and limit; a page past the largest offset a listing can read is bad input (400), not a query the store fails on. */
   private pageRequest(number: number): { offset: number; limit: number } {
-    return { offset: (number - 1) * this.options.pageSize, limit: this.options.pageSize };
+    const { pageSize } = this.options;
+    const offset = (number - 1) * pageSize;
+    if (offset > MAX_PAGE_OFFSET) {
+      const last = Math.floor(MAX_PAGE_OFFSET / pageSize) + 1;
+      throw new InvalidPageError(`page ${number} is past the last page the admin page can show (page ${last}, at ${pageSize} per page)`);
+    }
+    return { offset, limit: pageSize };
   }
 
   /**

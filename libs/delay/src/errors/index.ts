@@ -4,6 +4,7 @@ export { InvalidKeyError } from './invalid-key.error';
 export { InvalidDurationError } from './invalid-duration.error';
 export { DueTimeOutOfRangeError } from './due-time-out-of-range.error';
 export { InvalidScheduleOptionsError } from './invalid-schedule-options.error';
+export { InvalidPageError } from './invalid-page.error';
 export { PayloadNotSerializableError } from './payload-not-serializable.error';
 export { PayloadTooLargeError } from './payload-too-large.error';
 export { BatchTooLargeError } from './batch-too-large.error';

@@ -39,7 +39,7 @@ export interface DeadAction<TPayload = unknown, TItem = unknown> {
 }
 
 export interface PageRequest {
-  /** How many to skip; default 0. */
+  /** How many to skip; default 0, at most 1,000,000,000 (InvalidPageError beyond: every driver can read that far). */
   readonly offset?: number;
   /** How many at most; default 100, at most 1000. */
   readonly limit?: number;

@@ -1,5 +1,6 @@
 import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { InvalidKeyError } from '../errors/invalid-key.error';
+import { InvalidPageError } from '../errors/invalid-page.error';
 import { InvalidScheduleOptionsError } from '../errors/invalid-schedule-options.error';
 import { InvalidTopicError } from '../errors/invalid-topic.error';
 import { DueSpec } from '../interfaces/delay-driver.interface';
@@ -12,6 +13,12 @@ export const MAX_TOPIC_LENGTH = 100;
 export const MAX_KEY_LENGTH = 512;
 export const DEFAULT_PAGE_LIMIT = 100;
 export const MAX_PAGE_LIMIT = 1000;
+/**
+ * The largest offset of list / listDead: every driver reads up to it (the
+ * postgres driver's statements take offset and limit as 32-bit integers, and
+ * MAX_PAGE_OFFSET + MAX_PAGE_LIMIT stays below 2^31 - 1).
+ */
+export const MAX_PAGE_OFFSET = 1_000_000_000;
 
 /**
  * Topics become part of Redis key names inside a `{hash tag}`, so they keep
@@ -129,12 +136,15 @@ export function validateIfExists(value: unknown): IfExists {
   throw new InvalidScheduleOptionsError(`ifExists must be 'replace' or 'keep', got ${quoteInput(value)}`);
 }
 
+/** Checks a page of list / listDead against the bounds every driver can honour; throws InvalidPageError otherwise. */
 export function validatePage(page: PageRequest | undefined): Required<PageRequest> {
   const offset = page?.offset ?? 0;
   const limit = page?.limit ?? DEFAULT_PAGE_LIMIT;
-  if (!Number.isInteger(offset) || offset < 0) throw new InvalidScheduleOptionsError(`offset must be a whole number >= 0, got ${quoteInput(offset)}`);
+  if (!Number.isInteger(offset) || offset < 0 || offset > MAX_PAGE_OFFSET) {
+    throw new InvalidPageError(`offset must be a whole number from 0 to ${MAX_PAGE_OFFSET}, got ${quoteInput(offset)}`);
+  }
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
-    throw new InvalidScheduleOptionsError(`limit must be a whole number from 1 to ${MAX_PAGE_LIMIT}, got ${quoteInput(limit)}`);
+    throw new InvalidPageError(`limit must be a whole number from 1 to ${MAX_PAGE_LIMIT}, got ${quoteInput(limit)}`);
   }
   return { offset, limit };
 }
