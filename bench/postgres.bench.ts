@@ -970,12 +970,13 @@ function verdicts(
   const free = besideHeld.find((result) => !result.held);
   const beside = besideHeld.find((result) => result.held);
   if (free && beside) {
-    // The normal p99: the larger of this run's two measurements without a held row. A p99 of 200 runs is their
-    // 2nd-latest, so "within" allows half again: the fault this looks for made them up to 1 s late.
-    const normal = Math.max(quantile(free.stats.lateness, 0.99), late ? quantile(late.stats.lateness, 0.99) : -Infinity);
+    // The normal p99 is this phase's own run without the held row (the same writes, paced the same way). A p99 of
+    // 200 runs is their 2nd-latest, so "within" allows half again or 10 ms: the fault this looks for cost up to 1 s.
+    const normal = quantile(free.stats.lateness, 0.99);
     const p99 = quantile(beside.stats.lateness, 0.99);
+    const phase5 = late ? `; phase 5's p99 ${fmt(quantile(late.stats.lateness, 0.99))} ms` : '';
     lines.push(
-      `- lateness of free actions beside a held row: p99 ${fmt(p99)} ms, max ${fmt(beside.stats.lateness[beside.stats.lateness.length - 1] ?? NaN)} ms, against ${fmt(quantile(free.stats.lateness, 0.99))} ms without it (target: within 1.5x the normal p99, ${fmt(normal)} ms): ${mark(p99 <= 1.5 * normal)}`,
+      `- lateness of free actions beside a held row: p99 ${fmt(p99)} ms, p50 ${fmt(quantile(beside.stats.lateness, 0.5))} ms, max ${fmt(beside.stats.lateness[beside.stats.lateness.length - 1] ?? NaN)} ms, against p99 ${fmt(normal)} ms without it${phase5} (target: within the normal p99, at most 1.5x or +10 ms): ${mark(p99 <= Math.max(1.5 * normal, normal + 10))}`,
     );
   }
   for (const count of new Set(sizes.map((result) => result.count))) {
