@@ -14,6 +14,7 @@
 //   BENCH_PG_EXPLAIN=1 npm run bench:postgres    (adds EXPLAIN ANALYZE of nestjs-delay's claim along a drain)
 //   BENCH_PG_HELD_SYSTEMS=delay (phase 8 with only the systems named, comma-separated: delay, pgboss, graphile)
 //   BENCH_PG_CPU_PROF=<dir> npm run bench:postgres (--cpu-prof for the drain's worker processes)
+//   BENCH_PG_PHASES=5,10 npm run bench:postgres  (the lateness phases only)
 //
 // Phases: (1) schedule: one awaited, 100 in flight, bulk; (2) replace by key
 // and cancel by key, 100 in flight; (3) the floor: bare DELETE ... RETURNING
@@ -21,7 +22,10 @@
 // with 1 and 2 worker processes; (5) lateness of actions spread over 20 s,
 // one idle worker; (6) bytes per pending action; (7, LARGE) table and index
 // size after 1M actions scheduled, fired and deleted; (8, HELD_TX) the drain
-// while a transaction holds vacuum back. See BENCHMARKS.md.
+// while a transaction holds vacuum back; (9, EXPLAIN) the claim explained;
+// (10) lateness of free actions beside a due row that an open transaction of
+// the application holds, against the same without it (nestjs-delay only).
+// See BENCHMARKS.md.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
@@ -45,7 +49,7 @@ const HELD_TX_MS = Number(process.env.BENCH_PG_HELD_TX_MS ?? 0);
 /** Phase 8's systems: all, or those BENCH_PG_HELD_SYSTEMS names (the others' drains then leave the server alone between rounds). */
 const HELD_SYSTEMS = CONTENDERS.filter((kind) => (process.env.BENCH_PG_HELD_SYSTEMS ?? CONTENDERS.join(',')).split(',').includes(kind));
 const EXPLAIN = process.env.BENCH_PG_EXPLAIN === '1';
-const DEFAULT_PHASES = ['1', '2', '3', '4', '5', '6', ...(LARGE ? ['7'] : []), ...(HELD_TX_MS > 0 ? ['8'] : []), ...(EXPLAIN ? ['9'] : [])].join(',');
+const DEFAULT_PHASES = ['1', '2', '3', '4', '5', '6', ...(LARGE ? ['7'] : []), ...(HELD_TX_MS > 0 ? ['8'] : []), ...(EXPLAIN ? ['9'] : []), '10'].join(',');
 const PHASES = new Set((process.env.BENCH_PG_PHASES ?? DEFAULT_PHASES).split(',').map((phase) => Number(phase.trim())));
 
 const SETTINGS = {
@@ -63,6 +67,10 @@ const SETTINGS = {
   latenessCount: QUICK ? 100 : 400,
   latenessSpreadMs: QUICK ? 5_000 : 20_000,
   latenessLeadMs: 1_000,
+  /** Phase 10: free actions measured beside the held row, each scheduled `besideHeldScheduleMs` before it is due. */
+  besideHeldCount: QUICK ? 50 : 200,
+  besideHeldSpreadMs: QUICK ? 5_000 : 20_000,
+  besideHeldScheduleMs: 200,
   sizeCounts: QUICK ? [10_000] : LARGE ? [100_000, 1_000_000] : [100_000],
   bloatCount: QUICK ? 20_000 : 1_000_000,
   loadBatch: 1_000,
@@ -424,8 +432,8 @@ function runStats(reports: readonly WorkerReport[], expected: number, prefix: st
   };
 }
 
-function workerConfig(kind: PgContender, url: string, zeroSkew = false): PgWorkerConfig {
-  return { kind, url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, zeroSkew };
+function workerConfig(kind: PgContender, url: string, zeroOffset = false): PgWorkerConfig {
+  return { kind, url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, zeroOffset };
 }
 
 async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
@@ -473,16 +481,16 @@ async function runDrain(bench: Bench, kind: PgContender, workers: number, count 
 interface LatenessResult {
   readonly kind: PgContender | 'bare';
   /** nestjs-delay's worker held its clock offset estimate at 0 (a what-if). */
-  readonly zeroSkew: boolean;
+  readonly zeroOffset: boolean;
   readonly stats: RunStats;
   /** The busiest statements of the run (pg_stat_statements, nestjs-delay only). */
   readonly statements?: Awaited<ReturnType<Bench['topStatements']>>;
 }
 
-async function runLateness(bench: Bench, kind: PgContender, zeroSkew = false): Promise<LatenessResult> {
+async function runLateness(bench: Bench, kind: PgContender, zeroOffset = false): Promise<LatenessResult> {
   await bench.reset(kind);
   await bench.resetStatements();
-  const pool = await WorkerPool.start(1, workerConfig(kind, bench.server.url, zeroSkew), WORKER_SCRIPT);
+  const pool = await WorkerPool.start(1, workerConfig(kind, bench.server.url, zeroOffset), WORKER_SCRIPT);
   try {
     await sleep(2_500);
     const t0 = Date.now() + SETTINGS.latenessLeadMs;
@@ -494,7 +502,7 @@ async function runLateness(bench: Bench, kind: PgContender, zeroSkew = false): P
     await pool.waitForDone(items.length, t0 + SETTINGS.latenessSpreadMs + 15_000);
     await sleep(200);
     const statements = kind === 'delay' ? await bench.topStatements(4) : undefined;
-    return { kind, zeroSkew, stats: runStats(await pool.reports(), items.length, 'late'), statements };
+    return { kind, zeroOffset, stats: runStats(await pool.reports(), items.length, 'late'), statements };
   } finally {
     await pool.stop();
   }
@@ -536,7 +544,7 @@ async function floorLateness(bench: Bench): Promise<LatenessResult> {
   const sorted = Float64Array.from(lateness).sort();
   return {
     kind: 'bare',
-    zeroSkew: false,
+    zeroOffset: false,
     stats: {
       runs: lateness.length,
       unique: keys.size,
@@ -550,6 +558,71 @@ async function floorLateness(bench: Bench): Promise<LatenessResult> {
       loopDelayP99: NaN,
     },
   };
+}
+
+// ---- phase 10: lateness beside a held row ----------------------------------------
+
+interface BesideHeldResult {
+  /** An open transaction of the application held one due row of the topic for the whole measurement. */
+  readonly held: boolean;
+  readonly stats: RunStats;
+  /** The busiest statements of the run (pg_stat_statements): how often the consumer claimed. */
+  readonly statements: Awaited<ReturnType<Bench['topStatements']>>;
+}
+
+const HELD_KEY = actionKey('held', 0);
+
+/**
+ * Free actions due one after the other, each scheduled (from the bench
+ * process) shortly before it is due, consumed by one idle nestjs-delay worker,
+ * optionally while an application transaction holds one due row of the same
+ * topic (`UPDATE ... SET payload = payload`, left open). The held row is
+ * scheduled and locked before the worker starts, so no claim ever takes it: it
+ * stays due and skipped all along, which is what used to make the consumer
+ * back off up to 1 s past the free actions' due times, and what kept a write
+ * into the topic from notifying (the held row counted as its earliest due).
+ */
+async function runBesideHeld(bench: Bench, held: boolean): Promise<BesideHeldResult> {
+  await bench.reset('delay');
+  const producer = bench.producer('delay');
+  let holder: PoolClient | undefined;
+  if (held) {
+    await producer.one(item('held', 0, Date.now()));
+    holder = await bench.admin.connect();
+    await holder.query('BEGIN');
+    const { rowCount } = await holder.query(`UPDATE ${SCHEMAS.delay}.actions SET payload = payload WHERE topic = $1 AND member = $2`, [NAME, HELD_KEY]);
+    if (rowCount !== 1) throw new Error(`the held row ${HELD_KEY} was not found (${rowCount} rows updated)`);
+  }
+  await bench.resetStatements();
+  const pool = await WorkerPool.start(1, workerConfig('delay', bench.server.url), WORKER_SCRIPT);
+  try {
+    await sleep(2_500);
+    const t0 = Date.now() + SETTINGS.latenessLeadMs;
+    const step = SETTINGS.besideHeldSpreadMs / SETTINGS.besideHeldCount;
+    const items = Array.from({ length: SETTINGS.besideHeldCount }, (_, n) => item('free', n, Math.round(t0 + n * step)));
+    // Each write goes out on its own schedule, not after the one before it: a slow commit must not delay the next
+    // write (it would show as lateness of the consumer). Failures are kept and thrown once all have settled.
+    const failures: unknown[] = [];
+    const writes: Array<Promise<void>> = [];
+    for (const next of items) {
+      const wait = next.atMs - SETTINGS.besideHeldScheduleMs - Date.now();
+      if (wait > 0) await sleep(wait);
+      writes.push(producer.one(next).catch((error: unknown) => void failures.push(error)));
+    }
+    await Promise.all(writes);
+    if (failures.length > 0) throw new Error(`${failures.length} schedule calls failed, the first: ${String(failures[0])}`);
+    await pool.waitForDone(items.length, t0 + SETTINGS.besideHeldSpreadMs + 15_000);
+    await sleep(200);
+    const stats = runStats(await pool.reports(), items.length, 'free');
+    return { held, stats, statements: await bench.topStatements(3) };
+  } finally {
+    // The worker goes first: once the transaction ends the held row would run, and it is not one of the measured.
+    await pool.stop();
+    if (holder !== undefined) {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  }
 }
 
 // ---- phase 6: bytes per pending action ---------------------------------------
@@ -796,8 +869,8 @@ function statementsTable(drains: readonly DrainResult[]): string {
 function latenessTable(results: readonly LatenessResult[]): string {
   return markdownTable(
     ['system', 'wake-up', 'runs', 'lost / duplicated', 'lateness p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'worker CPU µs/action', 'worker loop lag p99 ms'],
-    results.map(({ kind, zeroSkew, stats }) => [
-      zeroSkew ? 'nestjs-delay, clock offset held at 0 (what-if)' : contenderLabel(kind),
+    results.map(({ kind, zeroOffset, stats }) => [
+      zeroOffset ? 'nestjs-delay, clock offset held at 0 (what-if)' : contenderLabel(kind),
       {
         delay: 'timer to the earliest due time; NOTIFY when a write makes it earlier',
         pgboss: 'polls every 2 s (pollingIntervalSeconds default; queue notify off)',
@@ -817,6 +890,28 @@ function latenessTable(results: readonly LatenessResult[]): string {
   );
 }
 
+function besideHeldTable(results: readonly BesideHeldResult[]): string {
+  const without = results.find((result) => !result.held);
+  const p99Without = without ? quantile(without.stats.lateness, 0.99) : NaN;
+  return markdownTable(
+    ['run', 'runs', 'lost / duplicated', 'lateness p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'p99 x without the held row', 'claims', 'worker CPU µs/action'],
+    results.map(({ held, stats, statements }) => [
+      held ? 'nestjs-delay, one due row held by an open transaction' : 'nestjs-delay, nothing held',
+      fmt(stats.runs),
+      `${stats.lost} / ${stats.duplicates}`,
+      fmt(quantile(stats.lateness, 0.5)),
+      fmt(quantile(stats.lateness, 0.9)),
+      fmt(quantile(stats.lateness, 0.99)),
+      fmt(stats.lateness[stats.lateness.length - 1] ?? NaN),
+      held ? ratio(quantile(stats.lateness, 0.99) / p99Without) : '',
+      // The claim is the one statement that names the claim function (its calls: how often the consumer looked).
+      fmt(statements.find((statement) => statement.query.includes('.claim('))?.calls ?? NaN),
+      fmt(stats.workerCpuMicros / Math.max(1, stats.runs)),
+    ]),
+    [false, true, true, true, true, true, true, true, true, true],
+  );
+}
+
 function sizeTable(sizes: readonly SizeResult[]): string {
   return markdownTable(
     ['pending', 'system', 'bytes/action', 'x smaller competitor', 'by table, bytes/action'],
@@ -829,7 +924,14 @@ function sizeTable(sizes: readonly SizeResult[]): string {
   );
 }
 
-function verdicts(rates: readonly RateRow[], drains: readonly DrainResult[], floors: readonly FloorDrain[], lateness: readonly LatenessResult[], sizes: readonly SizeResult[]): string[] {
+function verdicts(
+  rates: readonly RateRow[],
+  drains: readonly DrainResult[],
+  floors: readonly FloorDrain[],
+  lateness: readonly LatenessResult[],
+  sizes: readonly SizeResult[],
+  besideHeld: readonly BesideHeldResult[],
+): string[] {
   const lines: string[] = [];
   const rateOf = (mode: RateMode, kind: PgContender | 'bare'): number => median(rates.find((row) => row.mode === mode && row.kind === kind)?.rates ?? [NaN]);
   if (rates.some((row) => row.mode === 'concurrent')) {
@@ -851,14 +953,31 @@ function verdicts(rates: readonly RateRow[], drains: readonly DrainResult[], flo
     }
     lines.push(`- drain, ${workers} worker(s), nestjs-delay lost / duplicated: ${ours.stats.lost} / ${ours.stats.duplicates} (target 0 / 0): ${mark(ours.stats.lost === 0 && ours.stats.duplicates === 0)}`);
   }
-  const late = lateness.find((result) => result.kind === 'delay' && !result.zeroSkew);
-  const lateWhatIf = lateness.find((result) => result.zeroSkew);
-  if (lateWhatIf) lines.push(`  (what-if, clock offset held at 0: lateness p99 ${fmt(quantile(lateWhatIf.stats.lateness, 0.99))} ms, p50 ${fmt(quantile(lateWhatIf.stats.lateness, 0.5))} ms)`);
+  const late = lateness.find((result) => result.kind === 'delay' && !result.zeroOffset);
+  const lateWhatIf = lateness.find((result) => result.zeroOffset);
   if (late) {
     const p99 = quantile(late.stats.lateness, 0.99);
     const floor = lateness.find((result) => result.kind === 'bare');
     const floorP99 = floor ? ` (the floor, a timer and one DELETE ... RETURNING: p99 ${fmt(quantile(floor.stats.lateness, 0.99))} ms, p50 ${fmt(quantile(floor.stats.lateness, 0.5))} ms)` : '';
-    lines.push(`- lateness p99, idle worker: ${fmt(p99)} ms${floorP99} (target <= 25 ms): ${mark(p99 <= 25)}`);
+    lines.push(`- lateness p99, idle worker: ${fmt(p99)} ms, p50 ${fmt(quantile(late.stats.lateness, 0.5))} ms${floorP99} (target <= 25 ms): ${mark(p99 <= 25)}`);
+  }
+  if (lateWhatIf) {
+    // The estimate errs by at most the round trip of its best sample: as is and pinned should now be about equal.
+    const pinnedP99 = quantile(lateWhatIf.stats.lateness, 0.99);
+    const asIs = late ? `; as is = ${ratio(quantile(late.stats.lateness, 0.99) / pinnedP99)} of it` : '';
+    lines.push(`  (what-if, clock offset held at 0: lateness p99 ${fmt(pinnedP99)} ms, p50 ${fmt(quantile(lateWhatIf.stats.lateness, 0.5))} ms${asIs})`);
+  }
+  const free = besideHeld.find((result) => !result.held);
+  const beside = besideHeld.find((result) => result.held);
+  if (free && beside) {
+    // The normal p99 is this phase's own run without the held row (the same writes, paced the same way). A p99 of
+    // 200 runs is their 2nd-latest, so "within" allows half again or 10 ms: the fault this looks for cost up to 1 s.
+    const normal = quantile(free.stats.lateness, 0.99);
+    const p99 = quantile(beside.stats.lateness, 0.99);
+    const phase5 = late ? `; phase 5's p99 ${fmt(quantile(late.stats.lateness, 0.99))} ms` : '';
+    lines.push(
+      `- lateness of free actions beside a held row: p99 ${fmt(p99)} ms, p50 ${fmt(quantile(beside.stats.lateness, 0.5))} ms, max ${fmt(beside.stats.lateness[beside.stats.lateness.length - 1] ?? NaN)} ms, against p99 ${fmt(normal)} ms without it${phase5} (target: within the normal p99, at most 1.5x or +10 ms): ${mark(p99 <= Math.max(1.5 * normal, normal + 10))}`,
+    );
   }
   for (const count of new Set(sizes.map((result) => result.count))) {
     const of = (kind: PgContender): number => sizes.find((result) => result.kind === kind && result.count === count)?.bytesPerAction ?? NaN;
@@ -913,6 +1032,7 @@ async function main(): Promise<void> {
     const drains: DrainResult[] = [];
     const lateness: LatenessResult[] = [];
     const sizes: SizeResult[] = [];
+    const besideHeld: BesideHeldResult[] = [];
 
     if (PHASES.has(1) || PHASES.has(2)) {
       const modes: RateMode[] = [...(PHASES.has(1) ? (['sequential', 'concurrent', 'bulk'] as const) : []), ...(PHASES.has(2) ? (['replace', 'cancel'] as const) : [])];
@@ -980,7 +1100,7 @@ async function main(): Promise<void> {
         console.log("\nnestjs-delay's statements during the lateness runs (pg_stat_statements; execution only, a commit's WAL flush is not in it):\n");
         const rows = withStatements.flatMap((result) =>
           (result.statements ?? []).map((statement) => [
-            result.zeroSkew ? 'offset held at 0' : 'as is',
+            result.zeroOffset ? 'offset held at 0' : 'as is',
             fmt(statement.calls),
             fmt(statement.meanMs, 3),
             fmt(statement.maxMs, 1),
@@ -1034,8 +1154,28 @@ async function main(): Promise<void> {
       console.log('```');
     }
 
+    if (PHASES.has(10)) {
+      besideHeld.push(await runBesideHeld(bench, false));
+      besideHeld.push(await runBesideHeld(bench, true));
+      console.log(
+        `\n## 10. Lateness beside a held row: ${SETTINGS.besideHeldCount} free actions due evenly over ${SETTINGS.besideHeldSpreadMs / 1000} s, each scheduled ${SETTINGS.besideHeldScheduleMs} ms before it is due, one idle nestjs-delay worker; then the same while an open transaction holds one due row of the topic (UPDATE ... SET payload = payload, left open)\n`,
+      );
+      console.log(besideHeldTable(besideHeld));
+      console.log('\nStatements during each run (pg_stat_statements, top 3):\n');
+      const rows = besideHeld.flatMap((result) =>
+        result.statements.map((statement) => [
+          result.held ? 'held row' : 'nothing held',
+          fmt(statement.calls),
+          fmt(statement.meanMs, 3),
+          fmt(statement.maxMs, 1),
+          `\`${statement.query.replace(/\|/g, '\\|')}\``,
+        ]),
+      );
+      console.log(markdownTable(['run', 'calls', 'mean ms', 'max ms', 'statement (cut)'], rows, [false, true, true, true, false]));
+    }
+
     console.log('\n## Targets\n');
-    console.log(verdicts(rates, drains, floors, lateness, sizes).join('\n'));
+    console.log(verdicts(rates, drains, floors, lateness, sizes, besideHeld).join('\n'));
     console.log(`- machine load average (1 min) at start / end: ${loadAtStart} / ${fmt(loadavg()[0], 2)}`);
     console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s`);
   } catch (error) {

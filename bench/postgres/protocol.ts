@@ -27,7 +27,8 @@ export interface PgWorkerConfig {
   readonly claimBatch: number;
   /**
    * nestjs-delay only: hold the driver's estimate of the database clock's offset at 0 (bench and
-   * server share one machine and one clock) instead of letting each reply set it (a what-if).
+   * server share one machine and one clock) instead of the best recent sample it measures from each
+   * statement's send (a what-if: what a perfect estimate would give).
    */
-  readonly zeroSkew?: boolean;
+  readonly zeroOffset?: boolean;
 }

@@ -50,14 +50,23 @@ class BenchHandler {
 })
 class WorkerModule {}
 
+/** The shape of the driver's PostgresClockOffset that the what-if pins (the class is not exported). */
+interface PinnableClockOffset {
+  readonly value: number;
+  observe(databaseNow: number, sentAt: number, receivedAt?: number): void;
+}
+
 async function startDelay(): Promise<() => Promise<void>> {
   const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error', 'warn'] });
-  if (config.zeroSkew === true) {
-    // The driver's private offset object, reached by name: a what-if of the bench's, not an API.
-    const service = app.get(DelayService) as unknown as { driver: { clockSkew?: { value: number } } };
-    const skew = service.driver.clockSkew;
-    if (skew === undefined) throw new Error('zeroSkew: the driver has no clockSkew any more');
-    Object.defineProperty(skew, 'value', { get: () => 0, set: () => undefined });
+  if (config.zeroOffset === true) {
+    // The driver's private offset object, reached by name: a what-if of the bench's, not an API. It is pinned in
+    // place rather than replaced, because every topic consumer (and its timer) was handed this same object when
+    // the application started: a new object on the driver would reach none of them.
+    const service = app.get(DelayService) as unknown as { driver: { clockOffset?: PinnableClockOffset } };
+    const offset = service.driver.clockOffset;
+    if (offset === undefined || typeof offset.observe !== 'function') throw new Error('zeroOffset: the driver has no clockOffset any more');
+    Object.defineProperty(offset, 'value', { get: () => 0 });
+    Object.defineProperty(offset, 'observe', { value: () => undefined });
   }
   return () => app.close();
 }
