@@ -16,7 +16,7 @@ describe('DelayDispatcher', () => {
     registry.register({
       topic: 'order.unpaid',
       name: 'Handlers.onUnpaid',
-      options: { attempts: 2, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs: undefined },
+      options: { attempts: 2, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs: undefined, transactional: false },
       invoke: () => {
         calls++;
       },
@@ -49,7 +49,7 @@ describe('DelayDispatcher with a handler that throws something JSON cannot descr
     registry.register({
       topic: 'order.unpaid',
       name: 'Handlers.onUnpaid',
-      options: { attempts: 3, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs: undefined },
+      options: { attempts: 3, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs: undefined, transactional: false },
       invoke: () => {
         throw cyclic;
       },
@@ -62,7 +62,7 @@ describe('DelayDispatcher with a handler that throws something JSON cannot descr
 
 describe('DelayDispatcher.consume (the form drivers call)', () => {
   const clock = new VirtualClock();
-  const options = (timeoutMs: number | undefined) => ({ attempts: 2, backoff: { type: 'fixed' as const, delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs });
+  const options = (timeoutMs: number | undefined) => ({ attempts: 2, backoff: { type: 'fixed' as const, delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs, transactional: false });
   const delivery = (topic: string, attempt = 1): Delivery => ({ topic, key: 'o-1', payload: undefined, dueAt: 0, firedAt: 0, attempt, token: '1' });
   const later = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

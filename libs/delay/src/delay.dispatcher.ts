@@ -11,6 +11,7 @@ import { DelayConsumer, Delivery, DeliveryOutcome } from './interfaces/delay-dri
 import { DelayClock } from './time/clock';
 import { isTickKey } from './recurring/occurrence-key';
 import { RecurringTicker } from './recurring/recurring-ticker';
+import { CommitOutcomeUnknownError, TransactionalRun } from './transactional-run';
 import { describeError } from './utils/describe-error';
 import { inMicrotask } from './utils/in-microtask';
 import { quoteInput } from './utils/quote-input';
@@ -19,8 +20,12 @@ import { quoteInput } from './utils/quote-input';
 const NO_HANDLER_RETRY_MS = 60_000;
 
 const COMPLETED: RunResult = { ok: true };
+const COMMITTED: RunResult = { ok: true, committed: true };
+const GONE: RunResult = { ok: true, committed: true, gone: true };
 /** Shared: an outcome is only read. */
 const OUTCOME_COMPLETED: DeliveryOutcome = { kind: 'completed' };
+/** A transactional run's completion committed with it: nothing is left for the driver to write. */
+const OUTCOME_COMMITTED: DeliveryOutcome = { kind: 'completed', committed: true };
 
 /**
  * Runs one delivery through its topic's handler and decides what happens
@@ -50,6 +55,7 @@ export class DelayDispatcher implements DelayConsumer {
     private readonly events: DelayEventBus,
     private readonly clock: DelayClock,
     @Optional() @Inject(RecurringTicker) private readonly ticker: RecurringTicker | null = null,
+    @Optional() @Inject(TransactionalRun) private readonly transactional: TransactionalRun | null = null,
   ) {}
 
   get topics(): ReadonlyMap<string, number> {
@@ -119,12 +125,22 @@ export class DelayDispatcher implements DelayConsumer {
   private outcome(handler: RegisteredHandler, delivery: Delivery, result: RunResult): DeliveryOutcome {
     const { topic, key, attempt } = delivery;
     const size = delivery.items?.length;
+    if (result.ok && result.gone) {
+      this.logger.debug(`${handler.name} on ${quoteInput(key)} did not run: its arming was cancelled, re-armed or taken back before its transaction began`);
+      return OUTCOME_COMMITTED;
+    }
     if (result.ok) {
       const { events } = this;
       if (events.listening) events.publish({ type: 'completed', topic, key, at: events.now(), attempt, size });
-      return OUTCOME_COMPLETED;
+      return result.committed ? OUTCOME_COMMITTED : OUTCOME_COMPLETED;
     }
     const { error } = result;
+    if (result.cause === 'commit') {
+      // Not the handler's failure, and maybe no failure at all: the retry of the run's token finds the row gone if the
+      // commit happened (nothing then runs again), and re-arms it if it did not.
+      this.logger.warn(`${handler.name} on ${quoteInput(key)}: ${error}`);
+      return { kind: 'retry', delayMs: 0, error };
+    }
     if (result.cause === 'shutdown') {
       // Not the handler's failure: the process is stopping. The driver has handed the action back
       // (Redis) or is dropping it (wheel); this outcome only ends the wait, so it costs no backoff.
@@ -158,6 +174,13 @@ export class DelayDispatcher implements DelayConsumer {
     this.runs.add(run);
     if (handler.recurring) this.revocable.set(revocableId(delivery.topic, delivery.key), run);
     try {
+      if (handler.options.transactional && this.transactional) {
+        this.transactional.run(handler, delivery, new HandlerContext(delivery, run), run.signal).then(
+          (end) => this.settle(run, end === 'gone' ? GONE : COMMITTED),
+          (thrown: unknown) => this.settle(run, thrown instanceof CommitOutcomeUnknownError ? { ok: false, error: thrown.message, cause: 'commit' } : failure(thrown)),
+        );
+        return;
+      }
       const returned = handler.invoke(new HandlerContext(delivery, run));
       if (isThenable(returned)) {
         const completed = (): void => this.settle(run, COMPLETED);

@@ -2,6 +2,8 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { DELAY_HANDLER_METADATA, DELAY_RESOLVED_OPTIONS } from './delay.constants';
 import { resolveHandlerOptions, ResolvedDelayOptions } from './delay.module-definition';
+import { TransactionalHandlerUnsupportedError } from './errors/transactional-handler-unsupported.error';
+import { TransactionalRun } from './transactional-run';
 import { DelayHandlerRegistry } from './delay-handler.registry';
 import { DelayHandlerMetadata } from './decorators/on-delay-expired.decorator';
 import { ScopedHandlerError } from './errors/scoped-handler.error';
@@ -29,6 +31,7 @@ export class DelayExplorer implements OnModuleInit {
     private readonly registry: DelayHandlerRegistry,
     @Inject(DELAY_RESOLVED_OPTIONS) private readonly options: ResolvedDelayOptions,
     private readonly schedules: RecurringSchedules,
+    private readonly transactional: TransactionalRun,
   ) {}
 
   onModuleInit(): void {
@@ -66,10 +69,12 @@ export class DelayExplorer implements OnModuleInit {
         checkRecurringOptions(declared.options, this.schedules.minIntervalMs);
         checkOrphanPolicy(declared.orphan);
       }
+      const options = resolveHandlerOptions(metadata.options, this.options.defaults, `${metadata.recurring ? '@Recurring' : '@OnDelayExpired'} options of ${name}`);
+      if (options.transactional && !this.transactional.supported) throw new TransactionalHandlerUnsupportedError(name, this.transactional.driverName);
       this.registry.register({
         topic,
         name,
-        options: resolveHandlerOptions(metadata.options, this.options.defaults, `${metadata.recurring ? '@Recurring' : '@OnDelayExpired'} options of ${name}`),
+        options,
         invoke: (context) => instance[method](context),
         recurring: metadata.recurring,
       });

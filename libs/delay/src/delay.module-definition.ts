@@ -34,6 +34,8 @@ export interface ResolvedHandlerOptions {
   readonly concurrency: number;
   /** Undefined for no limit. */
   readonly timeoutMs: number | undefined;
+  /** Each run in one transaction with its completion (DelayHandlerOptions.transactional). */
+  readonly transactional: boolean;
 }
 
 export interface ResolvedDelayOptions {
@@ -58,6 +60,7 @@ const BUILT_IN_DEFAULTS: ResolvedHandlerOptions = {
   // Long enough for any single domain action (a call or two to other
   // services), short enough that a hung one gives its slot back in minutes.
   timeoutMs: 300_000,
+  transactional: false,
 };
 
 /** setTimeout's limit (about 24.8 days): a longer timer would fire at once. */
@@ -103,7 +106,14 @@ function checkTransactions(transactions: DelayTransactionOptions | undefined, dr
     problems.push('transactions must be an object: { adapters?, ambient? }');
     return undefined;
   }
-  const { adapters, ambient } = transactions;
+  const { adapters, ambient, run } = transactions;
+  if (run !== undefined) {
+    if (typeof run !== 'function') problems.push('transactions.run must be a function: (work) => a transaction of your client running work(transaction)');
+    else if (!canJoinTransactions(driver)) {
+      const name = isDriverInstance(driver) ? driver.name : driver.type;
+      problems.push(`transactions.run needs a driver that joins transactions (postgres); the "${name}" driver cannot`);
+    }
+  }
   if (adapters !== undefined) {
     if (!Array.isArray(adapters)) problems.push('transactions.adapters must be an array of DelayTransactionAdapter');
     else {
@@ -164,7 +174,14 @@ function collectHandlerOptions(options: DelayHandlerOptions, defaults: ResolvedH
     backoff: options.backoff === undefined ? defaults.backoff : resolveBackoff(options.backoff, `${prefix}backoff`, problems),
     concurrency: positiveInteger(options.concurrency, defaults.concurrency, `${prefix}concurrency`, problems),
     timeoutMs: resolveTimeout(options.timeout, defaults.timeoutMs, `${prefix}timeout`, problems),
+    transactional: resolveTransactional(options.transactional, defaults.transactional, `${prefix}transactional`, problems),
   };
+}
+
+function resolveTransactional(transactional: unknown, fallback: boolean, name: string, problems: string[]): boolean {
+  if (transactional === undefined) return fallback;
+  if (typeof transactional !== 'boolean') problems.push(`${name} must be true or false, got ${quoteInput(String(transactional))}`);
+  return transactional === true;
 }
 
 function resolveTimeout(timeout: DelayHandlerOptions['timeout'], fallback: number | undefined, name: string, problems: string[]): number | undefined {

@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from './delay.constants';
 import { DelayDispatcher } from './delay.dispatcher';
 import { DelayExplorer } from './delay.explorer';
+import { TransactionalRun } from './transactional-run';
 import { DelayLifecycle } from './delay.lifecycle';
 import { ConfigurableDelayModule, DELAY_MODULE_OPTIONS, resolveDelayOptions, ResolvedDelayOptions } from './delay.module-definition';
 import { DelayService } from './delay.service';
@@ -45,6 +46,7 @@ import { RecurringTicker } from './recurring/recurring-ticker';
     DelayService,
     RecurringTicker,
     RecurringSchedules,
+    TransactionalRun,
   ],
   exports: [DelayService, DelayClock],
 })

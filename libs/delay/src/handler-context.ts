@@ -21,6 +21,8 @@ export class HandlerContext implements DelayContext {
   readonly attempt: number;
   readonly trace: string | undefined;
   readonly occurrence: RecurringOccurrence | undefined;
+  /** Set by the transactional run before the handler is called. */
+  transaction: unknown;
   readonly #run: HandlerRun;
 
   constructor(delivery: Delivery, run: HandlerRun) {
@@ -33,6 +35,7 @@ export class HandlerContext implements DelayContext {
     this.attempt = delivery.attempt;
     this.trace = delivery.trace;
     this.occurrence = undefined;
+    this.transaction = undefined;
     if (run.handler.recurring) {
       const parsed = parseOccurrenceKey(delivery.key);
       if (parsed) {

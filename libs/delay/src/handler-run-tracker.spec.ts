@@ -10,7 +10,7 @@ function run(timeoutMs: number | undefined): HandlerRun {
   const handler: RegisteredHandler = {
     topic: 't',
     name: 'Test.run',
-    options: { attempts: 1, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs },
+    options: { attempts: 1, backoff: { type: 'fixed', delayMs: 1_000, maxDelayMs: 1_000 }, concurrency: 1, timeoutMs, transactional: false },
     invoke: () => undefined,
   };
   return new HandlerRun(handler, delivery, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, () => undefined);

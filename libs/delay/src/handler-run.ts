@@ -3,7 +3,11 @@ import { HandlerAbortedError } from './errors/handler-aborted.error';
 import { Delivery, DeliveryOutcome } from './interfaces/delay-driver.interface';
 
 /** How a run ended, before it is turned into an outcome. */
-export type RunResult = { readonly ok: true } | { readonly ok: false; readonly error: string; readonly cause: 'error' | 'timeout' | 'shutdown' };
+export type RunResult =
+  /** committed: a transactional run's completion committed with it; gone: its arming was gone before it began (nothing ran). */
+  | { readonly ok: true; readonly committed?: boolean; readonly gone?: boolean }
+  /** commit: a transactional run whose commit did not answer (the action's row decides). */
+  | { readonly ok: false; readonly error: string; readonly cause: 'error' | 'timeout' | 'shutdown' | 'commit' };
 
 /**
  * One handler run while the dispatcher waits for it: its deadline, its

@@ -4,7 +4,7 @@ import { DelayHandlerOptions } from '../interfaces/delay-handler-options.interfa
 import { OrphanPolicy, RecurringDeclaration } from '../recurring/recurring-options';
 import { DelayHandlerMetadata } from './on-delay-expired.decorator';
 
-const HANDLER_FIELDS = ['attempts', 'backoff', 'concurrency', 'timeout'] as const;
+const HANDLER_FIELDS = ['attempts', 'backoff', 'concurrency', 'timeout', 'transactional'] as const;
 
 /**
  * Declares a recurring schedule in code and marks the method as its topic's

@@ -26,3 +26,4 @@ export { UnknownTimeZoneError } from './unknown-time-zone.error';
 export { InvalidRecurrenceError } from './invalid-recurrence.error';
 export { UnsupportedTransactionClientError } from './unsupported-transaction-client.error';
 export { RecurringTopicError } from './recurring-topic.error';
+export { TransactionalHandlerUnsupportedError } from './transactional-handler-unsupported.error';

@@ -31,4 +31,12 @@ export interface DelayContext<TPayload = unknown, TItem = unknown> {
    * (`key` is then the schedule's key). Undefined for other handlers.
    */
   readonly occurrence?: RecurringOccurrence;
+  /**
+   * For a handler with `transactional: true`: the transaction this run
+   * commits in, with the action's completion, as your client gives it (the
+   * object `transactions.run` opened, or the driver's `pg` client). Write
+   * through it; DelayService calls made from the handler use it by
+   * themselves. Undefined for other handlers.
+   */
+  readonly transaction?: unknown;
 }

@@ -23,6 +23,27 @@ export interface DelayDriver {
    */
   readonly supportsTransactions?: boolean;
 
+  // ---- transactional handlers (optional: a driver without them refuses such handlers at bootstrap) ----
+  /**
+   * Opens a transaction on a connection of the driver's own for a
+   * transactional handler, when the application configured no
+   * `transactions.run`: `work` gets the transaction object (one the
+   * transaction adapters recognise), and it commits if `work` resolves.
+   */
+  runTransaction?<T>(work: (transaction: unknown) => Promise<T>): Promise<T>;
+  /**
+   * First statement of a transactional run, in its transaction: holds the
+   * run's arming (its row, under the run's token) until the transaction
+   * ends, so nothing else changes or takes it meanwhile, and bounds the
+   * transaction's lock waits by `lockTimeoutMs`. False when the arming is
+   * gone (cancelled, re-armed, taken back after its lease ran out): the run
+   * must not go on.
+   */
+  beginRun?(delivery: Delivery, transaction: DriverTransaction, lockTimeoutMs: number): Promise<boolean>;
+  /** Last statement of a transactional run, in its transaction: records the run's completion (a recurring occurrence's last run too). */
+  completeRun?(delivery: Delivery, transaction: DriverTransaction): Promise<void>;
+  // ---- end transactional handlers ----
+
   schedule(command: ScheduleCommand): Promise<ScheduleResult>;
   /** Many schedules of one topic, all or nothing: one refused entry and none is written. */
   scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]>;
@@ -291,7 +312,8 @@ export interface Delivery {
 }
 
 export type DeliveryOutcome =
-  | { readonly kind: 'completed' }
+  /** `committed`: the run's own transaction recorded the completion (transactional handlers): nothing is left to write. */
+  | { readonly kind: 'completed'; readonly committed?: boolean }
   | { readonly kind: 'retry'; readonly delayMs: number; readonly error: string }
   | { readonly kind: 'dead'; readonly error: string };
 

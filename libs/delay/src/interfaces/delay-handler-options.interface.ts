@@ -20,4 +20,15 @@ export interface DelayHandlerOptions {
    * even under a VirtualClock. `false` for no limit. Default '5m'.
    */
   readonly timeout?: Duration | false;
+  /**
+   * Runs each run of the handler inside one database transaction that also
+   * records the action's completion (postgres driver only): everything the
+   * handler writes through `context.transaction`, and every call it makes to
+   * DelayService, commits with the completion or not at all. A crash, a lost
+   * reply or a lease that runs out cannot leave the handler's writes
+   * committed and the action still pending, so they are made once per
+   * action. On a throw or a timeout the transaction is rolled back and the
+   * retry (or dead-letter) is recorded on its own. Default false.
+   */
+  readonly transactional?: boolean;
 }

@@ -53,4 +53,19 @@ export interface DelayTransactionOptions {
    * A call that passes `transaction: null` opts out and writes on its own.
    */
   readonly ambient?: () => unknown;
+  /**
+   * How to open a transaction of your client for a transactional handler
+   * (`@OnDelayExpired(topic, { transactional: true })`): run `work` inside a
+   * new transaction and resolve what it resolves, committing; roll back if it
+   * rejects. The transaction object you pass to `work` is the handler's
+   * `context.transaction`. For example `(work) => dataSource.transaction(work)`
+   * (TypeORM), `(work) => prisma.$transaction(work)`,
+   * `(work) => db.transaction().execute(work)` (Kysely),
+   * `(work) => knex.transaction(work)`, `(work) => db.transaction(work)`
+   * (Drizzle), or with @nestjs-cls/transactional
+   * `(work) => txHost.withTransaction(() => work(txHost.tx))`. Without it the
+   * postgres driver opens one on a connection of its own and hands the
+   * handler that `pg` client.
+   */
+  readonly run?: <T>(work: (transaction: unknown) => Promise<T>) => Promise<T>;
 }

@@ -3,6 +3,7 @@ import { UnknownTransactionError } from '../errors/unknown-transaction.error';
 import { DelayDriver } from '../interfaces/delay-driver.interface';
 import { DelayTransactionAdapter, DelayTransactionOptions, DriverTransaction } from '../interfaces/delay-transaction.interface';
 import { BUILT_IN_TRANSACTION_ADAPTERS } from './built-in-adapters';
+import { currentHandlerTransaction } from './handler-transaction';
 
 /**
  * Turns what a caller passed as `transaction` (or the ambient one) into a
@@ -31,7 +32,8 @@ export class TransactionBinder {
 
   /** The driver transaction for `given`, or undefined to write on the driver's own connection. */
   bind(given: unknown): DriverTransaction | undefined {
-    const transaction = given === undefined && this.ambient ? this.ambient() : given;
+    // Not given: the ambient one, else the transaction of the transactional handler this call is made from.
+    const transaction = given === undefined ? (this.ambient?.() ?? currentHandlerTransaction()) : given;
     if (transaction === undefined || transaction === null) return undefined;
     if (this.driver.supportsTransactions !== true) throw new TransactionNotSupportedError(this.driver.name);
     for (const adapter of this.adapters) {

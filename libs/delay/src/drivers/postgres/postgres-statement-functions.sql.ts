@@ -440,5 +440,38 @@ BEGIN
   LEFT JOIN __schema__.series_runs r ON r.topic = p_topic AND r.key = k.key ORDER BY k.n;
 END
 $fn$;
+-- ---- transactional runs ----
+-- begin_run: the first statement of a transactional handler's transaction
+-- (p_tx_store: the store's id, checked by the guard). Holds the run's arming,
+-- its row under the run's token, until the transaction ends: a cancel or
+-- re-arm made meanwhile waits for it and applies on top, and a claim taking
+-- back an expired lease skips it. Lock waits in the transaction are bounded
+-- by p_lock_timeout ms. False when the arming is gone (cancelled, re-armed,
+-- taken back): the run must not go on.
+CREATE FUNCTION __schema__.begin_run(p_topic text, p_member text, p_token bigint, p_tx_store text, p_lock_timeout bigint) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  PERFORM __schema__.clock_ms(p_tx_store);
+  PERFORM set_config('lock_timeout', greatest(p_lock_timeout, 1)::text || 'ms', true);
+  PERFORM 1 FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_member AND a.token = p_token FOR UPDATE;
+  RETURN FOUND;
+END
+$fn$;
+
+-- complete_run: the last statement of a transactional handler's transaction:
+-- the run's completion (its row deleted, if the handler did not cancel or
+-- re-arm it itself), and a recurring occurrence's last run (p_started not
+-- null). It commits with what the handler wrote, or not at all.
+CREATE FUNCTION __schema__.complete_run(p_topic text, p_member text, p_token bigint, p_started bigint, p_tx_store text) RETURNS integer
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  PERFORM __schema__.clock_ms(p_tx_store);
+  IF p_started IS NULL THEN
+    RETURN (SELECT c.completed FROM __schema__.complete(p_topic, ARRAY[p_member], ARRAY[p_token]) c);
+  END IF;
+  RETURN (SELECT c.completed FROM __schema__.complete_occurrences(p_topic, ARRAY[p_member], ARRAY[p_token], ARRAY[p_started]) c);
+END
+$fn$;
+-- ---- end transactional runs ----
 -- ---- end statements as functions ----
 `;

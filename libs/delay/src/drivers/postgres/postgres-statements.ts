@@ -39,6 +39,8 @@ export interface PostgresStatements {
   readonly topicHealth: string;
   readonly now: string;
   readonly wakeTags: string;
+  readonly beginRun: string;
+  readonly completeRun: string;
   readonly advanceSeries: string;
   readonly completeOccurrences: string;
   readonly retryOccurrence: string;
@@ -124,6 +126,12 @@ export function postgresStatements(schema: string): PostgresStatements {
     topicHealth: `SELECT * FROM ${s}.topic_health($1::${text}[])`,
     now: `SELECT ${s}.clock_ms(NULL) AS now_ms`,
     wakeTags: `SELECT topic, tag FROM ${s}.wake_tags($1::${text}[])`,
+    // ---- transactional runs (in the handler's transaction) ----
+    // $1 topic, $2 member, $3 token, $4 the store's id, $5 lock timeout ms: whether the arming is there (now held).
+    beginRun: `SELECT ${s}.begin_run($1::${text}, $2::${text}, $3::${bigint}, $4::${text}, $5::${bigint}) AS found`,
+    // $1 topic, $2 member, $3 token, $4 start time for a recurring occurrence (else null), $5 the store's id.
+    completeRun: `SELECT ${s}.complete_run($1::${text}, $2::${text}, $3::${bigint}, $4::${bigint}, $5::${text}) AS completed`,
+    // ---- end transactional runs ----
     // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
     // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads, $13 orphan grace ms (0: none)
     // (see advance_series in the migrations), $14 the store's id in a transaction, else null.

@@ -201,6 +201,11 @@ export class PostgresTopicConsumer {
     return { claimIds: this.claims.leased, ...this.runningLeases() };
   }
 
+  /** The row a run going on here names (its member), if it is this consumer's. */
+  memberOf(delivery: Delivery): string | undefined {
+    return this.running.get(delivery)?.member;
+  }
+
   /** Runs still going (handed back at a shutdown that timed out). */
   runningLeases(): { members: string[]; tokens: string[] } {
     return { members: [...this.running.values()].map((run) => run.member), tokens: [...this.running.keys()].map((delivery) => delivery.token) };
@@ -512,6 +517,8 @@ export class PostgresTopicConsumer {
     const what = `"${topic}" / "${delivery.key}"`;
     // An occurrence of a recurring schedule: the outcome statement also records it as the schedule's last run.
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
+    // A transactional run's completion committed in its own transaction: nothing is left to write.
+    if (outcome.kind === 'completed' && outcome.committed === true) return Promise.resolve(true);
     if (outcome.kind === 'completed') return this.ack(member, delivery.token, startedAt);
     if (outcome.kind === 'retry') {
       const [sql, params] = startedAt === null ? [this.sql.retry, [topic, member, delivery.token, outcome.delayMs]] : [this.sql.retryOccurrence, [topic, member, delivery.token, outcome.delayMs, startedAt]];

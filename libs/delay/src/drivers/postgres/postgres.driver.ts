@@ -11,6 +11,7 @@ import {
   CollectResult,
   DelayConsumer,
   DelayDriver,
+  Delivery,
   DueSpec,
   RescheduleCommand,
   ScheduleCommand,
@@ -32,6 +33,8 @@ import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
+import { PostgresHandlerTransactions } from './postgres-handler-transactions';
+import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 import { PostgresConnection, Row } from './postgres-connection';
 import { POSTGRES_DEFAULT_SCHEMA, SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
 import { int, toDeadAction, toStoredAction } from './postgres-rows';
@@ -78,6 +81,7 @@ export class PostgresDriver implements DelayDriver {
   private readonly order = new WriteOrder();
   private readonly gatherer: PostgresWriteGatherer;
   private listener: PostgresWakeListener | undefined;
+  private readonly handlerTransactions: PostgresHandlerTransactions;
   /** The store's id (the schema's store table), read at start: what a write in the application's transaction gives its guard. */
   private storeId: string | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -97,6 +101,7 @@ export class PostgresDriver implements DelayDriver {
       commandTimeoutMs,
     );
     this.sql = postgresStatements(this.schema);
+    this.handlerTransactions = new PostgresHandlerTransactions(config.connectionString, config.pool, commandTimeoutMs);
     this.migrateAtStart = config.migrate ?? true;
     this.leaseMs = parseDuration(config.lease ?? '30s');
     this.claimBatch = config.claimBatch ?? 100;
@@ -224,6 +229,7 @@ export class PostgresDriver implements DelayDriver {
 
   async start(consumer: DelayConsumer): Promise<void> {
     if (consumer.topics.size === 0) return;
+    this.handlerTransactions.sizeFor([...consumer.topics.values()].reduce((sum, concurrency) => sum + concurrency, 0));
     const wakes = new Map<string, WakeHandler>();
     for (const [topic, concurrency] of consumer.topics) {
       const topicConsumer = new PostgresTopicConsumer(
@@ -259,7 +265,34 @@ export class PostgresDriver implements DelayDriver {
     this.leaseTimer = undefined;
   }
 
+  // ---- transactional handlers ----
+
+  runTransaction<T>(work: (transaction: unknown) => Promise<T>): Promise<T> {
+    return this.handlerTransactions.run(work);
+  }
+
+  async beginRun(delivery: Delivery, transaction: DriverTransaction, lockTimeoutMs: number): Promise<boolean> {
+    const member = this.memberOf(delivery);
+    const lockMs = Math.max(1, Math.min(this.connection.commandTimeoutMs, lockTimeoutMs));
+    const rows = await this.connection.inTransaction(transaction, this.sql.beginRun, [delivery.topic, member, delivery.token, await this.store(), lockMs]);
+    return rows[0]?.found === true;
+  }
+
+  async completeRun(delivery: Delivery, transaction: DriverTransaction): Promise<void> {
+    // An occurrence of a recurring schedule: its completion also records it as the schedule's last run.
+    const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
+    await this.connection.inTransaction(transaction, this.sql.completeRun, [delivery.topic, this.memberOf(delivery), delivery.token, startedAt, await this.store()]);
+  }
+
+  /** The row a run of this process names (a closed batch is filed under its own id, not its key). */
+  private memberOf(delivery: Delivery): string {
+    return this.consumers.get(delivery.topic)?.memberOf(delivery) ?? delivery.key;
+  }
+
+  // ---- end transactional handlers ----
+
   async close(): Promise<void> {
+    await this.handlerTransactions.close();
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;

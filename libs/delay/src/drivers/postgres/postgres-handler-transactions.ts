@@ -1,0 +1,92 @@
+import { Logger } from '@nestjs/common';
+import { Pool } from 'pg';
+import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
+import { PgPoolClientLike, PgPoolLike } from '../../interfaces/postgres-pool.interface';
+import { describeError } from '../../utils/describe-error';
+import { settleWithin } from '../../utils/settle-within';
+
+/**
+ * The transactions of transactional handlers when the application gives no
+ * `transactions.run`: each on a connection of its own, BEGIN ... COMMIT
+ * around the run, the `pg` client handed to the handler. A run holds its
+ * connection as long as its handler runs, so they come from a pool apart
+ * from the driver's (whose connections claims, renewals and outcomes need
+ * at once), sized for the handlers that may run at once; on the
+ * application's pool (`pool` given), from that pool. Opening, BEGIN, COMMIT
+ * and ROLLBACK are each bounded by `commandTimeout`; the handler's own
+ * statements are not (its `timeout` is). A connection whose COMMIT did not
+ * answer is destroyed, never reused.
+ */
+export class PostgresHandlerTransactions {
+  private readonly logger = new Logger(PostgresHandlerTransactions.name);
+  private ownPool: Pool | undefined;
+  private size = 10;
+
+  constructor(
+    private readonly connectionString: string | undefined,
+    private readonly applicationPool: PgPoolLike | undefined,
+    private readonly commandTimeoutMs: number,
+  ) {}
+
+  /** How many handlers may run at once in this process (the pool's size, made on first use). */
+  sizeFor(handlers: number): void {
+    this.size = Math.max(1, Math.min(100, handlers));
+  }
+
+  async run<T>(work: (transaction: unknown) => Promise<T>): Promise<T> {
+    const pool = this.pool();
+    const bound = <R>(promise: Promise<R>, what: string): Promise<R> =>
+      settleWithin(promise, this.commandTimeoutMs, () => new DriverUnavailableError(`PostgreSQL did not answer ${what} within ${this.commandTimeoutMs} ms`));
+    const client: PgPoolClientLike = await bound(pool.connect(), 'a connection for a transactional handler');
+    // An error on the connection while the handler runs rejects what it waits for; unheard, it would crash the process.
+    const onError = (error: Error): void => this.logger.debug(`A transactional handler's connection failed: ${describeError(error)}`);
+    client.on('error', onError);
+    let healthy = false;
+    try {
+      await bound(client.query('BEGIN'), 'BEGIN');
+      let result: T;
+      try {
+        result = await work(client);
+      } catch (error) {
+        // The run's own failure is what is reported; a connection that cannot roll back is destroyed, which ends the transaction.
+        await bound(client.query('ROLLBACK'), 'ROLLBACK').then(
+          () => (healthy = true),
+          () => undefined,
+        );
+        throw error;
+      }
+      await bound(client.query('COMMIT'), 'COMMIT');
+      healthy = true;
+      return result;
+    } finally {
+      if (healthy) client.removeListener('error', onError);
+      try {
+        client.release(healthy ? undefined : new Error('nestjs-delay: a transactional handler connection left in doubt'));
+      } catch {
+        // released already (the pool ended)
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    const pool = this.ownPool;
+    this.ownPool = undefined;
+    if (pool) await settleWithin(pool.end(), this.commandTimeoutMs, () => new Error('pool end timed out')).catch(() => undefined);
+  }
+
+  private pool(): PgPoolLike {
+    if (this.applicationPool) return this.applicationPool;
+    if (!this.ownPool) {
+      this.ownPool = new Pool({
+        connectionString: this.connectionString,
+        max: this.size,
+        connectionTimeoutMillis: this.commandTimeoutMs,
+        idleTimeoutMillis: 30_000,
+        keepAlive: true,
+        application_name: 'nestjs-delay handlers',
+      });
+      this.ownPool.on('error', (error) => this.logger.warn(`An idle handler connection failed: ${describeError(error)}`));
+    }
+    return this.ownPool as unknown as PgPoolLike;
+  }
+}

@@ -1,0 +1,103 @@
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from './delay.constants';
+import { ResolvedDelayOptions } from './delay.module-definition';
+import { RegisteredHandler } from './delay-handler.registry';
+import { HandlerContext } from './handler-context';
+import { DelayDriver, Delivery } from './interfaces/delay-driver.interface';
+import { withHandlerTransaction } from './transactions/handler-transaction';
+import { TransactionBinder } from './transactions/transaction-binder';
+
+/** How a transactional run ended without a throw: committed with its completion, or its arming was gone before it began (nothing ran). */
+export type TransactionalRunEnd = 'committed' | 'gone';
+
+/**
+ * The run's work succeeded and its completion was written, but the commit
+ * did not answer (a lost reply, a connection cut, a serialization failure at
+ * commit): whether it committed is for the database to say. The driver's
+ * retry of the run's token then decides: it finds the row gone if the
+ * commit happened, and re-arms it if not (waiting, if the transaction is
+ * somehow still open, for it to end).
+ */
+export class CommitOutcomeUnknownError extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`the commit of the run's transaction did not answer (${cause instanceof Error ? cause.message : String(cause)}); the action's row says whether it happened`);
+  }
+}
+
+/**
+ * Runs a handler marked `transactional: true`: one transaction of the
+ * application's client (`transactions.run`) or of the driver's own
+ * connection, in which, in order, the run's arming is locked (the run stops
+ * if it is gone), the handler runs with `context.transaction` set (and as
+ * the transaction of the DelayService calls it makes), and the completion
+ * is written. It commits if all of that resolves; a throw, or the run's
+ * signal aborting (its timeout, shutdown), rolls it back.
+ */
+@Injectable()
+export class TransactionalRun {
+  private readonly binder: TransactionBinder;
+  private readonly open: (<T>(work: (transaction: unknown) => Promise<T>) => Promise<T>) | undefined;
+
+  constructor(
+    @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
+    @Optional() @Inject(DELAY_RESOLVED_OPTIONS) options: ResolvedDelayOptions | null = null,
+  ) {
+    this.binder = new TransactionBinder(driver, options?.transactions);
+    this.open = options?.transactions?.run ?? (driver.runTransaction ? (work) => driver.runTransaction!(work) : undefined);
+  }
+
+  get driverName(): string {
+    return this.driver.name;
+  }
+
+  /** Whether this driver can run `transactional` handlers. */
+  get supported(): boolean {
+    return this.driver.supportsTransactions === true && typeof this.driver.beginRun === 'function' && typeof this.driver.completeRun === 'function' && this.open !== undefined;
+  }
+
+  async run(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
+    const { driver, open } = this;
+    if (!open || !driver.beginRun || !driver.completeRun) throw new Error(`the "${driver.name}" driver cannot run transactional handlers`);
+    const beginRun = driver.beginRun.bind(driver);
+    const completeRun = driver.completeRun.bind(driver);
+    let written = false;
+    try {
+      return await open(async (transaction) => {
+        const bound = this.binder.bind(transaction);
+        if (!bound) throw new Error('transactions.run handed the work no transaction');
+        if (!(await beginRun(delivery, bound, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER))) return 'gone' as const;
+        context.transaction = transaction;
+        await untilAborted(
+          withHandlerTransaction(transaction, () => Promise.resolve(handler.invoke(context))),
+          signal,
+        );
+        // Given up meanwhile (timeout, shutdown): rolled back, as the failure already reported says.
+        if (signal.aborted) throw signal.reason;
+        await completeRun(delivery, bound);
+        written = true;
+        return 'committed' as const;
+      });
+    } catch (error) {
+      throw written ? new CommitOutcomeUnknownError(error) : error;
+    }
+  }
+}
+
+/** `work`, or a rejection with the signal's reason as soon as it aborts: the transaction is then rolled back without waiting for the handler. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}

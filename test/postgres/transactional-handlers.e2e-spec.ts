@@ -1,0 +1,140 @@
+import { INestApplication, Injectable } from '@nestjs/common';
+import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, TransactionalHandlerUnsupportedError } from 'nestjs-delay';
+import { Test } from '@nestjs/testing';
+import { DelayModule } from 'nestjs-delay';
+import { PoolClient } from 'pg';
+import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { TestPostgresServer } from '../support/postgres-server';
+import { TestRedisServer } from '../support/redis-server';
+import { TcpFaultProxy } from './support/tcp-fault-proxy';
+
+const TOPIC = 'ledger.credit';
+const FOLLOW_UP = 'ledger.follow-up';
+
+/** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout. */
+const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number } }>();
+
+@Injectable()
+class LedgerHandlers {
+  readonly runs: Array<{ key: string; attempt: number }> = [];
+
+  constructor(private readonly delay: DelayService) {}
+
+  /** Not idempotent: one ledger row per run, no unique key. */
+  @OnDelayExpired(TOPIC, { transactional: true, attempts: 3, backoff: '200ms', timeout: '1s' })
+  async credit(context: DelayContext): Promise<void> {
+    const { key, attempt } = context;
+    this.runs.push({ key, attempt });
+    const client = context.transaction as PoolClient;
+    await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [key, attempt]);
+    // A follow-up action: no transaction passed, it joins the run's.
+    await this.delay.schedule(FOLLOW_UP, key, { delay: 3_600_000, payload: { attempt } });
+    const plan = behaviour.get(key);
+    if (plan?.sleepMsOn?.attempt === attempt) await sleep(plan.sleepMsOn.ms);
+    if (plan?.throwOn?.includes(attempt)) throw new Error(`attempt ${attempt} fails after its writes`);
+  }
+}
+
+@Injectable()
+class TransactionalOnOtherDriver {
+  @OnDelayExpired('elsewhere', { transactional: true })
+  run(): void {
+    // never called: bootstrap fails
+  }
+}
+
+describe('postgres: transactional handlers commit with their action', () => {
+  let server: TestPostgresServer;
+  let app: INestApplication | undefined;
+  let schemas = 0;
+
+  beforeAll(async () => {
+    server = await TestPostgresServer.start();
+    await server.admin('CREATE TABLE ledger (key text NOT NULL, attempt integer NOT NULL)', [], true);
+  }, 60_000);
+  afterAll(() => server.dispose());
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    behaviour.clear();
+    await server.admin('TRUNCATE ledger', [], true);
+  });
+
+  async function boot(url = server.url): Promise<{ delay: DelayService; handlers: LedgerHandlers; schema: string }> {
+    const schema = `txh_${process.pid}_${++schemas}`;
+    const options: DelayModuleOptions = { driver: { type: 'postgres', connectionString: url, schema, commandTimeout: '3s' }, shutdownTimeout: '2s' };
+    app = await bootDelayApp(options, [LedgerHandlers]);
+    return { delay: app.get(DelayService), handlers: app.get(LedgerHandlers), schema };
+  }
+  const ledger = async (key: string): Promise<number[]> =>
+    (await server.admin('SELECT attempt FROM ledger WHERE key = $1 ORDER BY attempt', [key], true)).map((row) => Number(row.attempt));
+
+  it("commits the handler's writes, its follow-up action and the completion together", async () => {
+    const { delay, handlers } = await boot();
+    await delay.schedule(TOPIC, 'order-1', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-1')) === null, 'the completion', 10_000);
+    expect(await ledger('order-1')).toEqual([1]);
+    expect(await delay.get(FOLLOW_UP, 'order-1')).toMatchObject({ payload: { attempt: 1 } });
+    expect(handlers.runs).toEqual([{ key: 'order-1', attempt: 1 }]);
+  });
+
+  it('a throw rolls back every write of the run, follow-up included; the retry runs as the next attempt and commits once', async () => {
+    const { delay, handlers } = await boot();
+    behaviour.set('order-2', { throwOn: [1, 2] });
+    await delay.schedule(TOPIC, 'order-2', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-2')) === null, 'the completion', 15_000);
+    expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2, 3]);
+    // Attempts 1 and 2 wrote and threw: nothing of them remains.
+    expect(await ledger('order-2')).toEqual([3]);
+    expect(await delay.get(FOLLOW_UP, 'order-2')).toMatchObject({ payload: { attempt: 3 } });
+  });
+
+  it("a run past its timeout is rolled back (its writes and follow-up gone) and retried; the retry's commit stands alone", async () => {
+    const { delay, handlers } = await boot();
+    behaviour.set('order-3', { sleepMsOn: { attempt: 1, ms: 2_500 } });
+    await delay.schedule(TOPIC, 'order-3', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-3')) === null, 'the completion', 15_000);
+    // The timed-out run's handler finishes later; its transaction was rolled back meanwhile.
+    await sleep(2_000);
+    expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
+    expect(await ledger('order-3')).toEqual([2]);
+    expect(await delay.get(FOLLOW_UP, 'order-3')).toMatchObject({ payload: { attempt: 2 } });
+  });
+
+  it('a lost COMMIT reply (the commit happened, the instance does not know) is resolved by the row, not by running again', async () => {
+    const proxy = await TcpFaultProxy.start(server.port);
+    try {
+      const url = new URL(server.url);
+      url.port = String(proxy.port);
+      const { delay, handlers } = await boot(url.href);
+      const lost = proxy.resetOnReply('COMMIT');
+      await delay.schedule(TOPIC, 'order-4', { delay: 0 });
+      await pollUntil(() => lost.at.length === 1, 'the lost COMMIT reply', 10_000);
+      await pollUntil(async () => (await delay.get(TOPIC, 'order-4')) === null, 'the action to be gone', 10_000);
+      await sleep(1_500);
+      expect(handlers.runs).toEqual([{ key: 'order-4', attempt: 1 }]);
+      expect(await ledger('order-4')).toEqual([1]);
+      expect(await delay.get(FOLLOW_UP, 'order-4')).toMatchObject({ payload: { attempt: 1 } });
+    } finally {
+      await app?.close();
+      app = undefined;
+      await proxy.close();
+    }
+  });
+
+  it('is refused at bootstrap on the wheel and on Redis, naming the option and the driver', async () => {
+    const wheel = Test.createTestingModule({ imports: [DelayModule.forRoot({ driver: { type: 'wheel' } })], providers: [TransactionalOnOtherDriver] });
+    const wheelApp = (await wheel.compile()).createNestApplication();
+    await expect(wheelApp.init()).rejects.toThrow(TransactionalHandlerUnsupportedError);
+    await wheelApp.close().catch(() => undefined);
+    const redis = await TestRedisServer.start();
+    try {
+      const moduleRef = Test.createTestingModule({ imports: [DelayModule.forRoot({ driver: { type: 'redis', url: redis.url } })], providers: [TransactionalOnOtherDriver] });
+      const redisApp = (await moduleRef.compile()).createNestApplication();
+      await expect(redisApp.init()).rejects.toThrow(/TransactionalOnOtherDriver\.run has the option transactional: true, which the "redis" delay driver cannot honour/);
+      await redisApp.close().catch(() => undefined);
+    } finally {
+      await redis.stop();
+    }
+  });
+});
