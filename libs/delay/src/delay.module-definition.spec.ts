@@ -48,7 +48,7 @@ describe('resolveDelayOptions', () => {
     });
     expect(resolved.clock).toBe(clock);
     expect(resolved.driver).toEqual({ type: 'wheel', tickMs: 5 });
-    expect(resolved.defaults).toEqual({ attempts: 7, backoff: { type: 'fixed', delayMs: 2_000, maxDelayMs: 2_000 }, concurrency: 2, timeoutMs: 300_000 });
+    expect(resolved.defaults).toEqual({ attempts: 7, backoff: { type: 'fixed', delayMs: 2_000, maxDelayMs: 2_000 }, concurrency: 2, timeoutMs: 300_000, transactional: false });
     expect(resolved).toMatchObject({ maxPayloadBytes: 100, maxPastMs: 3_600_000, shutdownTimeoutMs: 500, consume: false });
   });
 
@@ -145,6 +145,17 @@ describe('resolveHandlerOptions', () => {
       delayMs: 1_000,
       maxDelayMs: 10_000,
     });
+  });
+
+  it('takes transactional as a boolean only, and transactions.run only as a function on a driver that joins transactions', () => {
+    expect(resolveHandlerOptions({ transactional: true }, defaults, 'here').transactional).toBe(true);
+    expect(problemsOf(() => resolveHandlerOptions({ transactional: 'yes' as unknown as boolean }, defaults, 'here'))).toEqual([expect.stringContaining('transactional must be true or false')]);
+    expect(problemsOf(() => resolveDelayOptions({ driver: { type: 'postgres', connectionString: 'postgres://x/y' }, transactions: { run: 'nope' as unknown as <T>(work: (tx: unknown) => Promise<T>) => Promise<T> } }))).toEqual([
+      expect.stringContaining('transactions.run must be a function'),
+    ]);
+    expect(problemsOf(() => resolveDelayOptions({ driver: { type: 'wheel' }, transactions: { run: (work) => work(undefined) } }))).toEqual([
+      expect.stringContaining('transactions.run needs a driver that joins transactions (postgres); the "wheel" driver cannot'),
+    ]);
   });
 
   it('says where the bad options are', () => {
