@@ -1,5 +1,5 @@
 import { INestApplication, Injectable } from '@nestjs/common';
-import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, TransactionalHandlerUnsupportedError } from 'nestjs-delay';
+import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, OnRecurring, TransactionalHandlerUnsupportedError } from 'nestjs-delay';
 import { Test } from '@nestjs/testing';
 import { DelayModule } from 'nestjs-delay';
 import { PoolClient } from 'pg';
@@ -10,9 +10,12 @@ import { TcpFaultProxy } from './support/tcp-fault-proxy';
 
 const TOPIC = 'ledger.credit';
 const FOLLOW_UP = 'ledger.follow-up';
+const RECURRING = 'ledger.recurring';
 
 /** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout. */
-const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number } }>();
+const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number }; writeAfterSleep?: boolean }>();
+/** What a run that outlived its timeout still tried to write once it woke up, and how that ended. */
+const lateWrites: string[] = [];
 
 @Injectable()
 class LedgerHandlers {
@@ -30,8 +33,27 @@ class LedgerHandlers {
     // A follow-up action: no transaction passed, it joins the run's.
     await this.delay.schedule(FOLLOW_UP, key, { delay: 3_600_000, payload: { attempt } });
     const plan = behaviour.get(key);
-    if (plan?.sleepMsOn?.attempt === attempt) await sleep(plan.sleepMsOn.ms);
+    if (plan?.sleepMsOn?.attempt === attempt) {
+      await sleep(plan.sleepMsOn.ms);
+      if (plan.writeAfterSleep) {
+        // A handler that ignores its signal and goes on writing after its run was given up.
+        await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [`${key}-late`, attempt]).then(
+          () => lateWrites.push('ledger written'),
+          () => lateWrites.push('ledger refused'),
+        );
+        await this.delay.schedule(FOLLOW_UP, `${key}-late`, { delay: 3_600_000 }).then(
+          () => lateWrites.push('follow-up scheduled'),
+          () => lateWrites.push('follow-up refused'),
+        );
+      }
+    }
     if (plan?.throwOn?.includes(attempt)) throw new Error(`attempt ${attempt} fails after its writes`);
+  }
+
+  /** A recurring schedule's occurrences, each credited once with its occurrence's completion. */
+  @OnRecurring(RECURRING, { transactional: true })
+  async tick(context: DelayContext): Promise<void> {
+    await (context.transaction as PoolClient).query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [context.occurrence?.key ?? '?', context.attempt]);
   }
 }
 
@@ -99,6 +121,33 @@ describe('postgres: transactional handlers commit with their action', () => {
     expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
     expect(await ledger('order-3')).toEqual([2]);
     expect(await delay.get(FOLLOW_UP, 'order-3')).toMatchObject({ payload: { attempt: 2 } });
+  });
+
+  it('a run given up at its timeout whose handler goes on writing: nothing it writes afterwards lands, in its transaction or another run\'s', async () => {
+    const { delay } = await boot();
+    lateWrites.length = 0;
+    behaviour.set('order-5', { sleepMsOn: { attempt: 1, ms: 2_000 }, writeAfterSleep: true });
+    await delay.schedule(TOPIC, 'order-5', { delay: 0 });
+    // Other runs meanwhile, which may get the given-up run's connection.
+    for (let n = 0; n < 10; n++) await delay.schedule(TOPIC, `busy-${n}`, { delay: 1_200 + n * 100 });
+    await pollUntil(() => lateWrites.length === 2, 'the late writes to be tried', 10_000);
+    await pollUntil(async () => (await delay.count(TOPIC)) === 0, 'every run', 15_000);
+    expect(lateWrites).toEqual(['ledger refused', 'follow-up refused']);
+    expect(await ledger('order-5-late')).toEqual([]);
+    expect(await delay.get(FOLLOW_UP, 'order-5-late')).toBeNull();
+    expect(await ledger('order-5')).toEqual([2]);
+    for (let n = 0; n < 10; n++) expect(await ledger(`busy-${n}`)).toEqual([1]);
+  });
+
+  it('a recurring occurrence commits with its completion and its last run', async () => {
+    const { delay } = await boot();
+    await delay.upsertRecurring(RECURRING, 'daily', { every: '1s' });
+    await pollUntil(async () => (await delay.getRecurring(RECURRING, 'daily'))?.lastRun?.outcome === 'succeeded', 'an occurrence', 10_000);
+    await delay.removeRecurring(RECURRING, 'daily');
+    await sleep(300);
+    const credited = await server.admin(`SELECT key, count(*)::int AS n FROM ledger WHERE key LIKE 'daily%' GROUP BY key`, [], true);
+    expect(credited.length).toBeGreaterThan(0);
+    for (const row of credited) expect(row.n).toBe(1);
   });
 
   it('a lost COMMIT reply (the commit happened, the instance does not know) is resolved by the row, not by running again', async () => {

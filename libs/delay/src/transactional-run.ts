@@ -68,9 +68,9 @@ export class TransactionalRun {
         if (!(await beginRun(delivery, bound, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER))) return 'gone' as const;
         context.transaction = transaction;
         await untilAborted(
-          withHandlerTransaction(transaction, () => Promise.resolve(handler.invoke(context))),
+          withHandlerTransaction(transaction, signal, () => Promise.resolve(handler.invoke(context))),
           signal,
-        );
+        ).finally(() => (context.transaction = undefined));
         // Given up meanwhile (timeout, shutdown): rolled back, as the failure already reported says.
         if (signal.aborted) throw signal.reason;
         await completeRun(delivery, bound);

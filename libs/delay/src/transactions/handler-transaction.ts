@@ -1,19 +1,43 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
+/** The transaction of one transactional run, while the run lasts. */
+interface RunTransaction {
+  readonly transaction: unknown;
+  open: boolean;
+}
+
 /**
  * The transaction of the transactional handler running in this async
  * context: DelayService writes through it when a call passes no
  * `transaction` and no ambient one is found, so the follow-up actions a
- * handler schedules commit with its run.
+ * handler schedules commit with its run. Only while the run lasts: work the
+ * handler left behind (a timer, a promise it did not await) that calls
+ * DelayService after the run ended is refused (TransactionNotActiveError):
+ * it would write into a transaction that is over (or, its connection back
+ * in a pool, another run's), and on its own it would not be exactly once.
+ * Such a call can pass `transaction: null` to write on its own.
  */
-const handlerTransaction = new AsyncLocalStorage<unknown>();
+const handlerTransaction = new AsyncLocalStorage<RunTransaction>();
 
-/** Runs `work` with `transaction` as the handler's transaction of everything it calls. */
-export function withHandlerTransaction<T>(transaction: unknown, work: () => T): T {
-  return handlerTransaction.run(transaction, work);
+/** Runs `work` with `transaction` as the transaction of everything it calls, until `work` settles or `signal` aborts (the run was given up). */
+export async function withHandlerTransaction<T>(transaction: unknown, signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  const run: RunTransaction = { transaction, open: !signal.aborted };
+  const close = (): void => {
+    run.open = false;
+  };
+  signal.addEventListener('abort', close, { once: true });
+  try {
+    return await handlerTransaction.run(run, work);
+  } finally {
+    close();
+    signal.removeEventListener('abort', close);
+  }
 }
 
-/** The running transactional handler's transaction, if this code runs inside one. */
-export function currentHandlerTransaction(): unknown {
+/**
+ * The transactional run this code was started from, if any: its transaction, and whether the run is still going
+ * (false once it ended or was given up).
+ */
+export function currentHandlerRun(): { readonly transaction: unknown; readonly open: boolean } | undefined {
   return handlerTransaction.getStore();
 }

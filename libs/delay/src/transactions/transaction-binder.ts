@@ -3,7 +3,8 @@ import { UnknownTransactionError } from '../errors/unknown-transaction.error';
 import { DelayDriver } from '../interfaces/delay-driver.interface';
 import { DelayTransactionAdapter, DelayTransactionOptions, DriverTransaction } from '../interfaces/delay-transaction.interface';
 import { BUILT_IN_TRANSACTION_ADAPTERS } from './built-in-adapters';
-import { currentHandlerTransaction } from './handler-transaction';
+import { currentHandlerRun } from './handler-transaction';
+import { TransactionNotActiveError } from '../errors/transaction-not-active.error';
 
 /**
  * Turns what a caller passed as `transaction` (or the ambient one) into a
@@ -33,7 +34,7 @@ export class TransactionBinder {
   /** The driver transaction for `given`, or undefined to write on the driver's own connection. */
   bind(given: unknown): DriverTransaction | undefined {
     // Not given: the ambient one, else the transaction of the transactional handler this call is made from.
-    const transaction = given === undefined ? (this.ambient?.() ?? currentHandlerTransaction()) : given;
+    const transaction = given === undefined ? (this.ambient?.() ?? handlerTransaction()) : given;
     if (transaction === undefined || transaction === null) return undefined;
     if (this.driver.supportsTransactions !== true) throw new TransactionNotSupportedError(this.driver.name);
     for (const adapter of this.adapters) {
@@ -41,6 +42,15 @@ export class TransactionBinder {
     }
     throw new UnknownTransactionError(describe(transaction), [...new Set(this.adapters.map((adapter) => adapter.name))]);
   }
+}
+
+/** The transaction of the transactional run the calling code belongs to; refused once that run is over. */
+function handlerTransaction(): unknown {
+  const run = currentHandlerRun();
+  if (run && !run.open) {
+    throw new TransactionNotActiveError('handler', 'the transactional run this call was made from is over (it ended, or was given up at its timeout); pass transaction: null to write on its own');
+  }
+  return run?.transaction;
 }
 
 function bindTo<T>(adapter: DelayTransactionAdapter<T>, transaction: T): DriverTransaction {

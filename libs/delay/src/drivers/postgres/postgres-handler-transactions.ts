@@ -14,8 +14,10 @@ import { settleWithin } from '../../utils/settle-within';
  * at once), sized for the handlers that may run at once; on the
  * application's pool (`pool` given), from that pool. Opening, BEGIN, COMMIT
  * and ROLLBACK are each bounded by `commandTimeout`; the handler's own
- * statements are not (its `timeout` is). A connection whose COMMIT did not
- * answer is destroyed, never reused.
+ * statements are not (its `timeout` is). A connection is given back only
+ * after a COMMIT that answered: after a failure it is destroyed, so a
+ * handler still running after its run was given up (its timeout) cannot
+ * write into the next run that would get the same connection.
  */
 export class PostgresHandlerTransactions {
   private readonly logger = new Logger(PostgresHandlerTransactions.name);
@@ -48,11 +50,8 @@ export class PostgresHandlerTransactions {
       try {
         result = await work(client);
       } catch (error) {
-        // The run's own failure is what is reported; a connection that cannot roll back is destroyed, which ends the transaction.
-        await bound(client.query('ROLLBACK'), 'ROLLBACK').then(
-          () => (healthy = true),
-          () => undefined,
-        );
+        // The run's own failure is what is reported. The connection is destroyed after the rollback (see above).
+        await bound(client.query('ROLLBACK'), 'ROLLBACK').catch(() => undefined);
         throw error;
       }
       await bound(client.query('COMMIT'), 'COMMIT');
@@ -61,7 +60,7 @@ export class PostgresHandlerTransactions {
     } finally {
       if (healthy) client.removeListener('error', onError);
       try {
-        client.release(healthy ? undefined : new Error('nestjs-delay: a transactional handler connection left in doubt'));
+        client.release(healthy ? undefined : new Error('nestjs-delay: the connection of a transactional run that did not commit'));
       } catch {
         // released already (the pool ended)
       }
