@@ -278,6 +278,32 @@ describe('postgres: a database shared with other roles', () => {
     expect(worker.runs.filter((run) => run.key.startsWith('first-')).map((run) => run.key)).toEqual(['first-reschedule']);
   }, 30_000);
 
+  it('a cancel that finds no action, in a transaction left open, holds nothing: arming that key elsewhere does not wait for it', async () => {
+    const { delay } = await boot(RUNTIME);
+    const client = await connectAs(RUNTIME);
+    await client.query('BEGIN');
+    try {
+      expect(await delay.cancel(TOPIC, 'absent', { transaction: client })).toBe(false);
+      // On the driver's pool, while that transaction is still open: it must not wait for it (commandTimeout is 5 s).
+      const started = Date.now();
+      await delay.scheduleMany(TOPIC, [{ key: 'absent', delay: 60_000 }, { key: 'other', delay: 60_000 }]);
+      expect(Date.now() - started).toBeLessThan(4_000);
+    } finally {
+      await client.query('ROLLBACK');
+    }
+    expect(await delay.get(TOPIC, 'absent')).toMatchObject({ key: 'absent' });
+  }, 30_000);
+
+  it('the role that owns the schema starts (migrate: true) without CREATE on the database once the schema is there', async () => {
+    await asAdmin(`REVOKE CREATE ON DATABASE ${database} FROM ${OWNER}`);
+    try {
+      const owner = await bareDriver(OWNER);
+      await owner.close();
+    } finally {
+      await asAdmin(`GRANT CREATE ON DATABASE ${database} TO ${OWNER}`);
+    }
+  }, 30_000);
+
   it("a row held by an open transaction of the application does not make the topic's other actions late", async () => {
     const { delay, worker } = await boot(RUNTIME);
     await delay.schedule(TOPIC, 'held', { delay: 0 });

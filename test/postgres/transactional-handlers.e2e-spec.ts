@@ -11,15 +11,20 @@ import { TcpFaultProxy } from './support/tcp-fault-proxy';
 const TOPIC = 'ledger.credit';
 const FOLLOW_UP = 'ledger.follow-up';
 const RECURRING = 'ledger.recurring';
+const PLAIN = 'ledger.plain';
 
 /** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout. */
-const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number }; writeAfterSleep?: boolean }>();
+const behaviour = new Map<
+  string,
+  { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number }; writeAfterSleep?: boolean; sqlSleepOn?: number; duplicateOn?: number; runNowOn?: number }
+>();
 /** What a run that outlived its timeout still tried to write once it woke up, and how that ended. */
 const lateWrites: string[] = [];
 
 @Injectable()
 class LedgerHandlers {
-  readonly runs: Array<{ key: string; attempt: number }> = [];
+  readonly runs: Array<{ key: string; attempt: number; at: number }> = [];
+  readonly plainRuns: number[] = [];
 
   constructor(private readonly delay: DelayService) {}
 
@@ -27,8 +32,26 @@ class LedgerHandlers {
   @OnDelayExpired(TOPIC, { transactional: true, attempts: 3, backoff: '200ms', timeout: '1s' })
   async credit(context: DelayContext): Promise<void> {
     const { key, attempt } = context;
-    this.runs.push({ key, attempt });
+    this.runs.push({ key, attempt, at: Date.now() });
     const client = context.transaction as PoolClient;
+    const early = behaviour.get(key);
+    if (early?.sqlSleepOn === attempt) {
+      // Given up at its timeout while this statement runs; it goes on to write when the statement returns.
+      await client.query('SELECT pg_sleep(2)').catch(() => undefined);
+      await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [`${key}-late`, attempt]).then(
+        () => lateWrites.push('ledger written'),
+        () => lateWrites.push('ledger refused'),
+      );
+      return;
+    }
+    // A row whose unique key is checked at COMMIT: written twice, the COMMIT fails (the server refuses it).
+    if (early?.duplicateOn === attempt) await client.query('INSERT INTO checked_at_commit (k) VALUES ($1), ($1)', [key]);
+    // Sets off a claim of another topic from inside this run (an action written on its own, due now, wakes this
+    // instance's consumer at once): that topic's handler is not part of this run.
+    if (early?.runNowOn === attempt) {
+      await this.delay.schedule(PLAIN, `${key}-plain`, { delay: 0, transaction: null });
+      await sleep(300);
+    }
     await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [key, attempt]);
     // A follow-up action: no transaction passed, it joins the run's.
     await this.delay.schedule(FOLLOW_UP, key, { delay: 3_600_000, payload: { attempt } });
@@ -48,6 +71,13 @@ class LedgerHandlers {
       }
     }
     if (plan?.throwOn?.includes(attempt)) throw new Error(`attempt ${attempt} fails after its writes`);
+  }
+
+  /** Not transactional: what it schedules is written on its own, whatever run set it off. */
+  @OnDelayExpired(PLAIN)
+  async plain(context: DelayContext): Promise<void> {
+    this.plainRuns.push(context.attempt);
+    await this.delay.schedule(FOLLOW_UP, `${context.key}-from-plain`, { delay: 3_600_000 });
   }
 
   /** A recurring schedule's occurrences, each credited once with its occurrence's completion. */
@@ -73,6 +103,7 @@ describe('postgres: transactional handlers commit with their action', () => {
   beforeAll(async () => {
     server = await TestPostgresServer.start();
     await server.admin('CREATE TABLE ledger (key text NOT NULL, attempt integer NOT NULL)', [], true);
+    await server.admin('CREATE TABLE checked_at_commit (k text, CONSTRAINT checked_at_commit_k UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)', [], true);
   }, 60_000);
   afterAll(() => server.dispose());
   afterEach(async () => {
@@ -82,9 +113,9 @@ describe('postgres: transactional handlers commit with their action', () => {
     await server.admin('TRUNCATE ledger', [], true);
   });
 
-  async function boot(url = server.url): Promise<{ delay: DelayService; handlers: LedgerHandlers; schema: string }> {
+  async function boot(url = server.url, pooler: 'session' | 'transaction' = 'session'): Promise<{ delay: DelayService; handlers: LedgerHandlers; schema: string }> {
     const schema = `txh_${process.pid}_${++schemas}`;
-    const options: DelayModuleOptions = { driver: { type: 'postgres', connectionString: url, schema, commandTimeout: '3s' }, shutdownTimeout: '2s' };
+    const options: DelayModuleOptions = { driver: { type: 'postgres', connectionString: url, schema, commandTimeout: '3s', pooler }, shutdownTimeout: '2s' };
     app = await bootDelayApp(options, [LedgerHandlers]);
     return { delay: app.get(DelayService), handlers: app.get(LedgerHandlers), schema };
   }
@@ -97,7 +128,7 @@ describe('postgres: transactional handlers commit with their action', () => {
     await pollUntil(async () => (await delay.get(TOPIC, 'order-1')) === null, 'the completion', 10_000);
     expect(await ledger('order-1')).toEqual([1]);
     expect(await delay.get(FOLLOW_UP, 'order-1')).toMatchObject({ payload: { attempt: 1 } });
-    expect(handlers.runs).toEqual([{ key: 'order-1', attempt: 1 }]);
+    expect(handlers.runs.map(({ key, attempt }) => ({ key, attempt }))).toEqual([{ key: 'order-1', attempt: 1 }]);
   });
 
   it('a throw rolls back every write of the run, follow-up included; the retry runs as the next attempt and commits once', async () => {
@@ -139,6 +170,44 @@ describe('postgres: transactional handlers commit with their action', () => {
     for (let n = 0; n < 10; n++) expect(await ledger(`busy-${n}`)).toEqual([1]);
   });
 
+  it('a run given up while a statement of its handler runs: the statement after it is refused, not committed on its own', async () => {
+    const { delay, handlers } = await boot();
+    lateWrites.length = 0;
+    behaviour.set('order-6', { sqlSleepOn: 1 });
+    await delay.schedule(TOPIC, 'order-6', { delay: 0 });
+    await pollUntil(() => lateWrites.length === 1, 'the late write to be tried', 10_000);
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-6')) === null, 'the retry', 10_000);
+    expect(lateWrites).toEqual(['ledger refused']);
+    expect(await ledger('order-6-late')).toEqual([]);
+    expect(await ledger('order-6')).toEqual([2]);
+    expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
+  });
+
+  it('a COMMIT the server refuses (a deferred unique key) is an ordinary failure: rolled back, retried after the backoff as the next attempt', async () => {
+    const { delay, handlers } = await boot();
+    behaviour.set('order-7', { duplicateOn: 1 });
+    await delay.schedule(TOPIC, 'order-7', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-7')) === null, 'the retry', 10_000);
+    expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
+    // After the backoff (200 ms), not at once as a commit whose outcome is unknown would be.
+    expect(handlers.runs[1].at - handlers.runs[0].at).toBeGreaterThanOrEqual(190);
+    expect(await ledger('order-7')).toEqual([2]);
+    expect(await server.admin(`SELECT k FROM checked_at_commit WHERE k = 'order-7'`, [], true)).toEqual([]);
+    expect((await delay.listDead(TOPIC)).items).toEqual([]);
+  });
+
+  it("a handler another run sets off (an action it writes on its own, due now) is not part of that run's transaction", async () => {
+    // No LISTEN (pooler 'transaction'): the other topic's claim is set off by the timer its write armed, from inside the run.
+    const { delay, handlers } = await boot(server.url, 'transaction');
+    behaviour.set('order-8', { runNowOn: 1, throwOn: [1] });
+    await delay.schedule(TOPIC, 'order-8', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-8')) === null, 'the retry', 10_000);
+    // The transactional run threw and rolled back; the plain handler's follow-up was its own.
+    await pollUntil(async () => (await delay.get(FOLLOW_UP, 'order-8-plain-from-plain')) !== null, 'the plain follow-up', 5_000);
+    // Once, at its first attempt: its call was neither joined to the other run's transaction nor refused as part of it.
+    expect(handlers.plainRuns).toEqual([1]);
+  });
+
   it('a recurring occurrence commits with its completion and its last run', async () => {
     const { delay } = await boot();
     await delay.upsertRecurring(RECURRING, 'daily', { every: '1s' });
@@ -161,7 +230,7 @@ describe('postgres: transactional handlers commit with their action', () => {
       await pollUntil(() => lost.at.length === 1, 'the lost COMMIT reply', 10_000);
       await pollUntil(async () => (await delay.get(TOPIC, 'order-4')) === null, 'the action to be gone', 10_000);
       await sleep(1_500);
-      expect(handlers.runs).toEqual([{ key: 'order-4', attempt: 1 }]);
+      expect(handlers.runs.map(({ key, attempt }) => ({ key, attempt }))).toEqual([{ key: 'order-4', attempt: 1 }]);
       expect(await ledger('order-4')).toEqual([1]);
       expect(await delay.get(FOLLOW_UP, 'order-4')).toMatchObject({ payload: { attempt: 1 } });
     } finally {

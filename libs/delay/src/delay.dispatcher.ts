@@ -12,6 +12,7 @@ import { DelayClock } from './time/clock';
 import { isTickKey } from './recurring/occurrence-key';
 import { RecurringTicker } from './recurring/recurring-ticker';
 import { CommitOutcomeUnknownError, TransactionalRun } from './transactional-run';
+import { currentHandlerRun, outsideHandlerRun } from './transactions/handler-transaction';
 import { describeError } from './utils/describe-error';
 import { inMicrotask } from './utils/in-microtask';
 import { quoteInput } from './utils/quote-input';
@@ -136,10 +137,10 @@ export class DelayDispatcher implements DelayConsumer {
     }
     const { error } = result;
     if (result.cause === 'commit') {
-      // Not the handler's failure, and maybe no failure at all: the retry of the run's token finds the row gone if the
-      // commit happened (nothing then runs again), and re-arms it if it did not.
+      // Maybe no failure at all: the retry of the run's token finds the row gone if the commit happened (nothing then
+      // runs again), and re-arms it, after the backoff, if it did not.
       this.logger.warn(`${handler.name} on ${quoteInput(key)}: ${error}`);
-      return { kind: 'retry', delayMs: 0, error };
+      return { kind: 'retry', delayMs: backoffDelay(handler.options.backoff, attempt), error };
     }
     if (result.cause === 'shutdown') {
       // Not the handler's failure: the process is stopping. The driver has handed the action back
@@ -181,7 +182,8 @@ export class DelayDispatcher implements DelayConsumer {
         );
         return;
       }
-      const returned = handler.invoke(new HandlerContext(delivery, run));
+      // Not inside a transactional run's context (a claim a transactional handler's call set off): it is not this run's.
+      const returned = currentHandlerRun() === undefined ? handler.invoke(new HandlerContext(delivery, run)) : outsideHandlerRun(() => handler.invoke(new HandlerContext(delivery, run)));
       if (isThenable(returned)) {
         const completed = (): void => this.settle(run, COMPLETED);
         const failed = (thrown: unknown): void => this.settle(run, failure(thrown));

@@ -34,6 +34,11 @@ export async function withHandlerTransaction<T>(transaction: unknown, signal: Ab
   }
 }
 
+/** Runs `work` outside any transactional run's context: a run the dispatcher starts from inside one is not that run's. */
+export function outsideHandlerRun<T>(work: () => T): T {
+  return handlerTransaction.exit(work);
+}
+
 /**
  * The transactional run this code was started from, if any: its transaction, and whether the run is still going
  * (false once it ended or was given up).

@@ -13,11 +13,12 @@ import { settleWithin } from '../../utils/settle-within';
  * from the driver's (whose connections claims, renewals and outcomes need
  * at once), sized for the handlers that may run at once; on the
  * application's pool (`pool` given), from that pool. Opening, BEGIN, COMMIT
- * and ROLLBACK are each bounded by `commandTimeout`; the handler's own
- * statements are not (its `timeout` is). A connection is given back only
- * after a COMMIT that answered: after a failure it is destroyed, so a
- * handler still running after its run was given up (its timeout) cannot
- * write into the next run that would get the same connection.
+ * are each bounded by `commandTimeout`; the handler's own statements are not
+ * (its `timeout` is). A connection is given back only after a COMMIT that
+ * answered: after a failure it is destroyed, which rolls the transaction
+ * back, so a handler still running after its run was given up (its
+ * timeout) can neither commit a statement on its own nor write into the
+ * next run that would get the same connection.
  */
 export class PostgresHandlerTransactions {
   private readonly logger = new Logger(PostgresHandlerTransactions.name);
@@ -39,7 +40,12 @@ export class PostgresHandlerTransactions {
     const pool = this.pool();
     const bound = <R>(promise: Promise<R>, what: string): Promise<R> =>
       settleWithin(promise, this.commandTimeoutMs, () => new DriverUnavailableError(`PostgreSQL did not answer ${what} within ${this.commandTimeoutMs} ms`));
-    const client: PgPoolClientLike = await bound(pool.connect(), 'a connection for a transactional handler');
+    const connecting = pool.connect();
+    // A connection that arrives after the wait was given up goes back to the pool, unused.
+    const client: PgPoolClientLike = await bound(connecting, 'a connection for a transactional handler').catch((error: unknown) => {
+      connecting.then((late) => late.release(), () => undefined);
+      throw error;
+    });
     // An error on the connection while the handler runs rejects what it waits for; unheard, it would crash the process.
     const onError = (error: Error): void => this.logger.debug(`A transactional handler's connection failed: ${describeError(error)}`);
     client.on('error', onError);
@@ -50,8 +56,9 @@ export class PostgresHandlerTransactions {
       try {
         result = await work(client);
       } catch (error) {
-        // The run's own failure is what is reported. The connection is destroyed after the rollback (see above).
-        await bound(client.query('ROLLBACK'), 'ROLLBACK').catch(() => undefined);
+        // No ROLLBACK: a statement the handler still has in flight (it was given up at its timeout and goes on) would
+        // run before it, and its next one after it, on its own. The connection is destroyed (below) instead: what is
+        // queued on it fails, and the server rolls the transaction back.
         throw error;
       }
       await bound(client.query('COMMIT'), 'COMMIT');

@@ -42,7 +42,8 @@ export function postgresMigrations(schema: string = POSTGRES_DEFAULT_SCHEMA): Po
   return MIGRATIONS.map(({ version, name, sql }) => ({
     version,
     name,
-    sql: `${sql.split('__schema__').join(schema)}\nINSERT INTO ${schema}.migrations (version, name) VALUES (${version}, '${name}');\n`,
+    // The path pinned first: nothing the migration names is looked up in a schema another role could write to, however it is applied.
+    sql: `SET LOCAL search_path = pg_catalog, pg_temp;\n${sql.split('__schema__').join(schema)}\nINSERT INTO ${schema}.migrations (version, name) VALUES (${version}, '${name}');\n`,
   }));
 }
 
@@ -192,6 +193,17 @@ BEGIN
 END
 $fn$;
 
+-- Whether a write due at p_at into a topic whose earliest waiting action is
+-- p_earliest must wake its consumers though it does not move that earlier:
+-- the earliest is already due (a row held by another transaction, or a
+-- backlog: the consumer may be backing off for up to a second), the new
+-- action is due within that second, and the topic is not paused. Kept that
+-- narrow: a notification takes a database-wide lock at commit.
+CREATE FUNCTION __schema__.behind(p_topic text, p_earliest bigint, p_at bigint, p_now bigint) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
+  SELECT p_earliest <= p_now AND p_at < p_now + 1000 AND NOT EXISTS (SELECT 1 FROM __schema__.paused_topics p WHERE p.topic = p_topic)
+$fn$;
+
 -- The tags of the topics an instance consumes, read at its start.
 CREATE FUNCTION __schema__.wake_tags(p_topics text[]) RETURNS TABLE (topic text, tag text)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
@@ -291,7 +303,7 @@ BEGIN
       RETURN QUERY SELECT CASE WHEN v_created THEN 1 ELSE 2 END, v_at, p_payloads[n], 1, v_now;
     END IF;
   END LOOP;
-  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest OR v_earliest <= v_now) THEN
+  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest OR __schema__.behind(p_topic, v_earliest, v_soonest, v_now)) THEN
     PERFORM __schema__.wake(p_topic);
   END IF;
 END
@@ -322,7 +334,7 @@ BEGIN
   IF v_at > v_now + p_horizon THEN RETURN QUERY SELECT -2, v_at, NULL::text, 0, v_now; RETURN; END IF;
   v_earliest := __schema__.earliest_waiting(p_topic);
   UPDATE __schema__.actions a SET due_at = v_at, token = nextval('__schema__.tokens') WHERE a.topic = p_topic AND a.member = p_key;
-  IF v_earliest IS NULL OR v_at < v_earliest OR v_earliest <= v_now THEN PERFORM __schema__.wake(p_topic); END IF;
+  IF v_earliest IS NULL OR v_at < v_earliest OR __schema__.behind(p_topic, v_earliest, v_at, v_now) THEN PERFORM __schema__.wake(p_topic); END IF;
   RETURN QUERY SELECT 1, v_at, v_row.payload, v_row.attempt, v_now;
 END
 $fn$;
@@ -398,7 +410,7 @@ BEGIN
     END IF;
     EXIT;
   END LOOP;
-  IF v_earliest IS NULL OR v_at < v_earliest OR v_earliest <= v_now THEN PERFORM __schema__.wake(p_topic); END IF;
+  IF v_earliest IS NULL OR v_at < v_earliest OR __schema__.behind(p_topic, v_earliest, v_at, v_now) THEN PERFORM __schema__.wake(p_topic); END IF;
   RETURN QUERY SELECT v_status, v_size, v_at, v_now;
 END
 $fn$;
@@ -629,7 +641,7 @@ BEGIN
     ON CONFLICT (topic, key) DO UPDATE SET occurrences = excluded.occurrences;
   END IF;
 
-  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest OR v_earliest <= v_now) THEN
+  IF v_soonest IS NOT NULL AND (v_earliest IS NULL OR v_soonest < v_earliest OR __schema__.behind(p_topic, v_earliest, v_soonest, v_now)) THEN
     PERFORM __schema__.wake(p_topic);
   END IF;
   RETURN QUERY SELECT 1, v_created, v_skipped, v_cancelled, v_soonest, v_now;

@@ -55,8 +55,11 @@ export class PostgresSchema {
           await client.query('BEGIN');
           try {
             await client.query('SET LOCAL search_path = pg_catalog, pg_temp');
-            await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
-            await this.checkOwner((sql, params) => client.query(sql, params));
+            // Created only when missing: CREATE SCHEMA needs CREATE on the database even when the schema exists.
+            if (!(await this.checkOwner((sql, params) => client.query(sql, params)))) {
+              await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+              await this.checkOwner((sql, params) => client.query(sql, params));
+            }
             await client.query(
               `CREATE TABLE IF NOT EXISTS ${this.schema}.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp())`,
             );
@@ -75,8 +78,11 @@ export class PostgresSchema {
     }
   }
 
-  /** Refuses a schema of that name that belongs to a role the driver's role is not a member of: its objects are another role's to change. */
-  private async checkOwner(run: (sql: string, params: unknown[]) => Promise<{ rows: Array<Record<string, unknown>> }>): Promise<void> {
+  /**
+   * Whether the schema exists; refuses one of that name that belongs to a role the driver's role is not a member of:
+   * its objects are another role's to change.
+   */
+  private async checkOwner(run: (sql: string, params: unknown[]) => Promise<{ rows: Array<Record<string, unknown>> }>): Promise<boolean> {
     const { rows } = await run(
       `SELECT pg_catalog.pg_get_userbyid(n.nspowner) AS owner, pg_catalog.pg_has_role(n.nspowner, 'USAGE') AS ours
        FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text`,
@@ -87,6 +93,7 @@ export class PostgresSchema {
         `schema "${this.schema}" belongs to role "${String(rows[0].owner)}", which the driver's role is not a member of: the driver will not use objects another role controls (create the schema as, or grant membership in, the role that migrates it)`,
       );
     }
+    return rows[0] !== undefined;
   }
 
   /** `migrate: false`: the schema must be there, at the latest version. */

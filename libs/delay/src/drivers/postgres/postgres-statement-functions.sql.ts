@@ -21,7 +21,7 @@ export const STATEMENT_FUNCTIONS_SQL = String.raw`
 -- may be being armed for the first time by another open transaction: the
 -- probe below waits for it (its INSERT meets that row's uncommitted key), so
 -- a cancel applies on top of an arming that commits first, as it does on top
--- of a re-arming. The probe row never commits: it is deleted at once.
+-- of a re-arming. The probe row never commits, and holds nothing.
 CREATE FUNCTION __schema__.cancel(p_topic text, p_key text, p_tx_store text)
 RETURNS TABLE (removed integer, now_ms bigint) LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 #variable_conflict use_column
@@ -39,17 +39,21 @@ $fn$;
 
 -- Whether an arming of the key committed after the caller looked and found
 -- none: waits for a first-time arming another transaction has not committed
--- yet. True: look again. False: there is none (nothing is left behind).
+-- yet. True: look again. False: there is none. The placeholder row is
+-- inserted in a subtransaction that is rolled back at once when the insert
+-- succeeds: nothing is left behind, and the key is not held until the
+-- caller's transaction ends (a session arming it meanwhile does not wait).
 CREATE FUNCTION __schema__.armed_meanwhile(p_topic text, p_key text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  INSERT INTO __schema__.actions (topic, member, key, token, due_at)
-  VALUES (p_topic, p_key, p_key, 0, 9223372036854775807)
-  ON CONFLICT (topic, member) DO NOTHING;
-  IF FOUND THEN
-    DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_key AND a.token = 0;
+  BEGIN
+    INSERT INTO __schema__.actions (topic, member, key, token, due_at)
+    VALUES (p_topic, p_key, p_key, 0, 9223372036854775807)
+    ON CONFLICT (topic, member) DO NOTHING;
+    IF FOUND THEN RAISE EXCEPTION 'no arming in flight' USING ERRCODE = 'NDPR1'; END IF;
+  EXCEPTION WHEN SQLSTATE 'NDPR1' THEN
     RETURN false;
-  END IF;
+  END;
   RETURN true;
 END
 $fn$;
@@ -258,9 +262,11 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   v_released integer;
 BEGIN
+  -- A row a transactional run still holds is skipped, not waited for: its run ends with its transaction.
   UPDATE __schema__.actions a SET token = nextval('__schema__.tokens')
-  FROM unnest(p_members, p_tokens) AS r(member, token)
-  WHERE a.topic = p_topic AND a.member = r.member AND a.token = r.token;
+  WHERE a.ctid = ANY (ARRAY(SELECT x.ctid FROM unnest(p_members, p_tokens) AS r(member, token), __schema__.actions x
+      WHERE x.topic = p_topic AND x.member = r.member AND x.token = r.token FOR UPDATE OF x SKIP LOCKED))
+    AND a.topic = p_topic;
   GET DIAGNOSTICS v_released = ROW_COUNT;
   IF v_released > 0 THEN PERFORM __schema__.wake(p_topic); END IF;
   RETURN QUERY SELECT v_released;

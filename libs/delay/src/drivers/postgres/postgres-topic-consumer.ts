@@ -164,7 +164,9 @@ export class PostgresTopicConsumer {
    */
   notify(): void {
     if (this.stopped) return;
-    this.scanFromStart = true;
+    // A drain's claims scan from the first row at least once a second anyway: a notification does not make each scan
+    // start over (writes during a drain would otherwise defeat its resume point).
+    if (this.resumeAt === null) this.scanFromStart = true;
     this.notified = true;
     if (this.claiming || this.notifiedTimer) return;
     const wait = this.lastNotifiedClaimAt + this.notifiedGapMs - Date.now();
