@@ -12,6 +12,7 @@ jest.setTimeout(60_000);
 
 const TOPIC = 'invoice.issue';
 const FOLLOW_UP = 'invoice.remind';
+const BATCH_TOPIC = 'invoice.lines';
 /** How the handler writes its domain row: the client's own API on the transaction object it is handed. */
 const DOMAIN_WRITES = Symbol('domain writes');
 /** The handler throws after its writes on these attempts of a key. */
@@ -30,7 +31,14 @@ function failIfPlanned(key: string, attempt: number): void {
   if (failOn.get(key)?.includes(attempt)) throw new Error(`attempt ${attempt} of ${key} fails after its writes`);
 }
 
-/** A transactional handler written against the client's transaction object. */
+const HANDLER_OPTIONS = { transactional: true, attempts: 3, backoff: '100ms', timeout: '30s' } as const;
+
+/** The domain rows a run writes: one for an action, one per item for a batch (collect). */
+function domainValues({ key, attempt, items }: DelayContext<unknown, string>): string[] {
+  return items ? items.map((item) => `${key}#${attempt}:${item}`) : [`${key}#${attempt}`];
+}
+
+/** Transactional handlers written against the client's transaction object. */
 @Injectable()
 class InvoiceHandlers {
   readonly runs: Run[] = [];
@@ -40,11 +48,20 @@ class InvoiceHandlers {
     @Inject(DOMAIN_WRITES) private readonly domain: NativeOperations,
   ) {}
 
-  @OnDelayExpired(TOPIC, { transactional: true, attempts: 3, backoff: '100ms', timeout: '30s' })
-  async issue(context: DelayContext): Promise<void> {
+  @OnDelayExpired(TOPIC, HANDLER_OPTIONS)
+  issue(context: DelayContext<unknown, string>): Promise<void> {
+    return this.run(context);
+  }
+
+  @OnDelayExpired(BATCH_TOPIC, HANDLER_OPTIONS)
+  issueBatch(context: DelayContext<unknown, string>): Promise<void> {
+    return this.run(context);
+  }
+
+  private async run(context: DelayContext<unknown, string>): Promise<void> {
     const { key, attempt, transaction } = context;
     this.runs.push({ key, attempt, adapters: adaptersOf(transaction) });
-    await this.domain.insert(transaction, `${key}#${attempt}`);
+    for (const value of domainValues(context)) await this.domain.insert(transaction, value);
     // No transaction passed: the follow-up joins the run's. One per attempt, so that a rolled-back one shows.
     await this.delay.schedule(FOLLOW_UP, `${key}#${attempt}`, { delay: '1h', payload: { attempt } });
     failIfPlanned(key, attempt);
@@ -60,13 +77,13 @@ class Invoices {
   ) {}
 
   @Transactional()
-  async issue(key: string, attempt: number): Promise<void> {
-    await this.txHost.tx.query(`INSERT INTO ${NATIVE_TABLE} (v) VALUES ($1)`, [`${key}#${attempt}`]);
-    await this.delay.schedule(FOLLOW_UP, `${key}#${attempt}`, { delay: '1h', payload: { attempt } });
+  async issue(values: readonly string[], followUp: string, attempt: number): Promise<void> {
+    for (const value of values) await this.txHost.tx.query(`INSERT INTO ${NATIVE_TABLE} (v) VALUES ($1)`, [value]);
+    await this.delay.schedule(FOLLOW_UP, followUp, { delay: '1h', payload: { attempt } });
   }
 }
 
-/** The transactional handler of an application on @nestjs-cls/transactional: it calls the @Transactional() service. */
+/** The transactional handlers of an application on @nestjs-cls/transactional: they call the @Transactional() service. */
 @Injectable()
 class ClsInvoiceHandlers {
   readonly runs: Run[] = [];
@@ -78,12 +95,21 @@ class ClsInvoiceHandlers {
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
   ) {}
 
-  @OnDelayExpired(TOPIC, { transactional: true, attempts: 3, backoff: '100ms', timeout: '30s' })
-  async issue(context: DelayContext): Promise<void> {
+  @OnDelayExpired(TOPIC, HANDLER_OPTIONS)
+  issue(context: DelayContext<unknown, string>): Promise<void> {
+    return this.run(context);
+  }
+
+  @OnDelayExpired(BATCH_TOPIC, HANDLER_OPTIONS)
+  issueBatch(context: DelayContext<unknown, string>): Promise<void> {
+    return this.run(context);
+  }
+
+  private async run(context: DelayContext<unknown, string>): Promise<void> {
     const { key, attempt, transaction } = context;
     this.runs.push({ key, attempt, adapters: adaptersOf(transaction) });
     this.ambientIsRun.push(this.txHost.isTransactionActive() && this.txHost.tx === transaction);
-    await this.invoices.issue(key, attempt);
+    await this.invoices.issue(domainValues(context), `${key}#${attempt}`, attempt);
     failIfPlanned(key, attempt);
   }
 }
@@ -177,7 +203,8 @@ const CLIENTS: readonly HandlerClient[] = [PG_DEFAULT, ...[PG_CLIENT, TYPEORM_EN
  * through the client's transaction object (the client's own API) and
  * schedules a follow-up through DelayService with no transaction passed.
  * Both commit with the action's completion, or neither does: a run that
- * throws leaves nothing, and its retry, the next attempt, commits once.
+ * throws leaves nothing, and its retry, the next attempt, commits once. A
+ * batch of collect is one action: all its items commit, or none.
  */
 describe('transactional handlers on every client', () => {
   let server: TestPostgresServer;
@@ -227,6 +254,18 @@ describe('transactional handlers on every client', () => {
       expect(await delay.get(FOLLOW_UP, `${invoice}#1`)).toBeNull();
       expect(await delay.get(FOLLOW_UP, `${invoice}#2`)).toMatchObject({ payload: { attempt: 2 } });
       expect(await delay.countDead(TOPIC)).toBe(0);
+    });
+
+    it('a batch (collect) is one run: its items are written together, a throw rolls them all back, the retry commits the whole batch once', async () => {
+      const invoice = key('batch');
+      failOn.set(invoice, [1]);
+      for (const line of ['a', 'b', 'c']) await delay.collect(BATCH_TOPIC, invoice, line, { window: 100 });
+      await pollUntil(async () => runsOf(invoice).includes(2) && (await delay.count(BATCH_TOPIC)) === 0, `the batch ${invoice} completed`, 30_000, 20);
+      expect(runsOf(invoice)).toEqual([1, 2]);
+      expect(await domainRows(invoice)).toEqual([`${invoice}#2:a`, `${invoice}#2:b`, `${invoice}#2:c`]);
+      expect(await delay.get(FOLLOW_UP, `${invoice}#1`)).toBeNull();
+      expect(await delay.get(FOLLOW_UP, `${invoice}#2`)).toMatchObject({ payload: { attempt: 2 } });
+      expect(await delay.countDead(BATCH_TOPIC)).toBe(0);
     });
   });
 });
