@@ -11,12 +11,14 @@ import { TcpFaultProxy } from './support/tcp-fault-proxy';
 const TOPIC = 'ledger.credit';
 const FOLLOW_UP = 'ledger.follow-up';
 
-/** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout. */
-const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number } }>();
+/** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout (then, with lateWrite, write again). */
+const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number }; lateWrite?: boolean }>();
 
 @Injectable()
 class LedgerHandlers {
   readonly runs: Array<{ key: string; attempt: number }> = [];
+  /** What the statements sent after a sleep past the timeout rejected with. */
+  readonly lateWriteErrors: string[] = [];
 
   constructor(private readonly delay: DelayService) {}
 
@@ -30,7 +32,12 @@ class LedgerHandlers {
     // A follow-up action: no transaction passed, it joins the run's.
     await this.delay.schedule(FOLLOW_UP, key, { delay: 3_600_000, payload: { attempt } });
     const plan = behaviour.get(key);
-    if (plan?.sleepMsOn?.attempt === attempt) await sleep(plan.sleepMsOn.ms);
+    if (plan?.sleepMsOn?.attempt === attempt) {
+      await sleep(plan.sleepMsOn.ms);
+      if (plan.lateWrite) {
+        await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [key, 100 + attempt]).catch((error: unknown) => this.lateWriteErrors.push(String(error)));
+      }
+    }
     if (plan?.throwOn?.includes(attempt)) throw new Error(`attempt ${attempt} fails after its writes`);
   }
 }
@@ -99,6 +106,17 @@ describe('postgres: transactional handlers commit with their action', () => {
     expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
     expect(await ledger('order-3')).toEqual([2]);
     expect(await delay.get(FOLLOW_UP, 'order-3')).toMatchObject({ payload: { attempt: 2 } });
+  });
+
+  it("a handler still writing past its timeout writes nothing: the run's connection is closed, not given back to the pool", async () => {
+    const { delay, handlers } = await boot();
+    behaviour.set('order-5', { sleepMsOn: { attempt: 1, ms: 1_500 }, lateWrite: true });
+    await delay.schedule(TOPIC, 'order-5', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-5')) === null, 'the completion', 15_000);
+    await pollUntil(() => handlers.lateWriteErrors.length === 1, 'the late write of the timed-out run', 5_000);
+    expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
+    // On a connection given back to the pool, the late INSERT would have committed on its own (101).
+    expect(await ledger('order-5')).toEqual([2]);
   });
 
   it('a lost COMMIT reply (the commit happened, the instance does not know) is resolved by the row, not by running again', async () => {

@@ -16,6 +16,14 @@ import { settleWithin } from '../../utils/settle-within';
  * and ROLLBACK are each bounded by `commandTimeout`; the handler's own
  * statements are not (its `timeout` is). A connection whose COMMIT did not
  * answer is destroyed, never reused.
+ *
+ * A failed run's connection is closed too, not rolled back and given back
+ * to the pool: closing it ends (rolls back) its transaction, and the
+ * handler may still hold the client (a run given up at its timeout is
+ * rolled back without waiting for the handler). On a connection given
+ * back, a statement it sends afterwards would run on its own, committed
+ * outside any run, or inside the next run's transaction; on a closed one
+ * it fails.
  */
 export class PostgresHandlerTransactions {
   private readonly logger = new Logger(PostgresHandlerTransactions.name);
@@ -44,24 +52,16 @@ export class PostgresHandlerTransactions {
     let healthy = false;
     try {
       await bound(client.query('BEGIN'), 'BEGIN');
-      let result: T;
-      try {
-        result = await work(client);
-      } catch (error) {
-        // The run's own failure is what is reported; a connection that cannot roll back is destroyed, which ends the transaction.
-        await bound(client.query('ROLLBACK'), 'ROLLBACK').then(
-          () => (healthy = true),
-          () => undefined,
-        );
-        throw error;
-      }
+      // If work rejects (the run's own failure is what is reported), no ROLLBACK: a statement the handler sends meanwhile
+      // would run after it, on its own. The connection is destroyed below (healthy stays false), which rolls it back.
+      const result = await work(client);
       await bound(client.query('COMMIT'), 'COMMIT');
       healthy = true;
       return result;
     } finally {
       if (healthy) client.removeListener('error', onError);
       try {
-        client.release(healthy ? undefined : new Error('nestjs-delay: a transactional handler connection left in doubt'));
+        client.release(healthy ? undefined : new Error('nestjs-delay: a transactional handler connection closed after a failed run or a commit in doubt'));
       } catch {
         // released already (the pool ended)
       }
