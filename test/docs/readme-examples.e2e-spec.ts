@@ -35,12 +35,17 @@ declare class OrdersRepository {
   cancelIfUnpaid(orderId: string): Promise<void>;
 }
 declare class WebhookClient { post(merchantId: string, events: readonly OrderEvent[]): Promise<void> }
+declare class Mailer { sendInvoice(orderId: string, options: { idempotencyKey: string }): Promise<void> }
 declare class OrdersService {}
 declare class OrderTimeouts {}
 declare class SettingsModule {}
 /** An app's Prisma service (PrismaClient generated from its schema), as far as the examples use it. */
-interface PrismaTransactionClient { readonly order: { create(args: { data: Order }): Promise<Order> } }
-declare class PrismaService { $transaction<T>(work: (tx: PrismaTransactionClient) => Promise<T>): Promise<T> }
+interface PrismaTransactionClient {
+  readonly order: { create(args: { data: Order }): Promise<Order> };
+  readonly invoice: { create(args: { data: { orderId: string } }): Promise<{ orderId: string }> };
+}
+declare class PrismaService { $transaction<T>(work: (tx: PrismaTransactionClient) => Promise<T>, options?: { maxWait?: number; timeout?: number }): Promise<T> }
+declare class PrismaModule {}
 `;
 
 const APP_FILES: Record<string, string> = {

@@ -41,6 +41,13 @@ export interface OrmConnection {
    * transaction is rolled back and the error rethrown.
    */
   transaction<T>(work: (tx: unknown) => Promise<T>, end?: 'commit' | 'rollback'): Promise<T>;
+  /**
+   * `DelayModuleOptions.transactions.run` as an application writes it for
+   * this client (`(work) => dataSource.transaction(work)`, ...): opens a
+   * transaction, runs `work` with its transaction object, commits if it
+   * resolves and rolls back if it rejects.
+   */
+  run<T>(work: (tx: unknown) => Promise<T>): Promise<T>;
   /** One statement outside any transaction (autocommit), for set-up and checks. */
   query(sql: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
   /** What this client hands out outside a transaction (a pool, the db, the data source's manager): not a transaction. */
@@ -99,6 +106,25 @@ function pgPool(url: string): Pool {
   return pool;
 }
 
+/** BEGIN on a client of `pool`, `work` with that client, then COMMIT (or ROLLBACK on request, or when `work` throws). */
+async function inPgTransaction<T>(pool: Pool, work: (tx: unknown) => Promise<T>, end: 'commit' | 'rollback'): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    let value;
+    try {
+      value = await work(client);
+    } catch (error) {
+      await client.query('ROLLBACK');
+      throw error;
+    }
+    await client.query(end === 'commit' ? 'COMMIT' : 'ROLLBACK');
+    return value;
+  } finally {
+    client.release();
+  }
+}
+
 export const PG_CLIENT: OrmTransactionKind = {
   name: 'pg PoolClient',
   refusedAfterEnd: false,
@@ -111,23 +137,8 @@ export const PG_CLIENT: OrmTransactionKind = {
         insert: async (tx, value) => void (await (tx as PoolClient).query(INSERT_NATIVE, [value])),
         txid: async (tx) => txidOf((await (tx as PoolClient).query(TXID)).rows),
       },
-      async transaction(work, end = 'commit') {
-        const client = await pool.connect();
-        try {
-          await client.query('BEGIN');
-          let value;
-          try {
-            value = await work(client);
-          } catch (error) {
-            await client.query('ROLLBACK');
-            throw error;
-          }
-          await client.query(end === 'commit' ? 'COMMIT' : 'ROLLBACK');
-          return value;
-        } finally {
-          client.release();
-        }
-      },
+      transaction: (work, end = 'commit') => inPgTransaction(pool, work, end),
+      run: (work) => inPgTransaction(pool, work, 'commit'),
       query: async (sql, params = []) => (await pool.query(sql, params)).rows,
       close: () => pool.end(),
     };
@@ -153,11 +164,32 @@ export const TYPEORM_ENTITY_MANAGER: OrmTransactionKind = {
         txid: async (tx) => txidOf(await (tx as EntityManager).query(TXID)),
       },
       transaction: (work, end = 'commit') => viaCallback((callback) => dataSource.transaction((manager) => callback(manager)), work, end),
+      run: (work) => dataSource.transaction(work),
       query: (sql, params = []) => dataSource.query(sql, params),
       close: () => dataSource.destroy(),
     };
   },
 };
+
+/** A query runner of `dataSource` after startTransaction(), `work` with it, then commitTransaction() (or a rollback on request, or when `work` throws). */
+async function inQueryRunnerTransaction<T>(dataSource: DataSource, work: (tx: unknown) => Promise<T>, end: 'commit' | 'rollback'): Promise<T> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.startTransaction();
+    let value;
+    try {
+      value = await work(runner);
+    } catch (error) {
+      await runner.rollbackTransaction();
+      throw error;
+    }
+    await (end === 'commit' ? runner.commitTransaction() : runner.rollbackTransaction());
+    return value;
+  } finally {
+    await runner.release();
+  }
+}
 
 export const TYPEORM_QUERY_RUNNER: OrmTransactionKind = {
   name: 'typeorm QueryRunner',
@@ -171,29 +203,16 @@ export const TYPEORM_QUERY_RUNNER: OrmTransactionKind = {
         insert: async (tx, value) => void (await (tx as QueryRunner).query(INSERT_NATIVE, [value])),
         txid: async (tx) => txidOf(await (tx as QueryRunner).query(TXID)),
       },
-      async transaction(work, end = 'commit') {
-        const runner = dataSource.createQueryRunner();
-        await runner.connect();
-        try {
-          await runner.startTransaction();
-          let value;
-          try {
-            value = await work(runner);
-          } catch (error) {
-            await runner.rollbackTransaction();
-            throw error;
-          }
-          await (end === 'commit' ? runner.commitTransaction() : runner.rollbackTransaction());
-          return value;
-        } finally {
-          await runner.release();
-        }
-      },
+      transaction: (work, end = 'commit') => inQueryRunnerTransaction(dataSource, work, end),
+      run: (work) => inQueryRunnerTransaction(dataSource, work, 'commit'),
       query: (sql, params = []) => dataSource.query(sql, params),
       close: () => dataSource.destroy(),
     };
   },
 };
+
+/** Prisma's default 5 s transaction timeout is too short for a busy test machine. */
+const PRISMA_TIMEOUTS = { maxWait: 30_000, timeout: 60_000 };
 
 export const PRISMA: OrmTransactionKind = {
   name: 'prisma interactive transaction',
@@ -207,8 +226,8 @@ export const PRISMA: OrmTransactionKind = {
         insert: async (tx, value) => void (await (tx as PrismaTx).$executeRaw`INSERT INTO orm_native_rows (v) VALUES (${value})`),
         txid: async (tx) => txidOf(await (tx as PrismaTx).$queryRaw`SELECT txid_current()::text AS txid`),
       },
-      // Prisma's default 5 s transaction timeout is too short for a busy test machine.
-      transaction: (work, end = 'commit') => viaCallback((callback) => prisma.$transaction(callback, { maxWait: 30_000, timeout: 60_000 }), work, end),
+      transaction: (work, end = 'commit') => viaCallback((callback) => prisma.$transaction(callback, PRISMA_TIMEOUTS), work, end),
+      run: (work) => prisma.$transaction(work, PRISMA_TIMEOUTS),
       query: async (sql, params = []) => (await prisma.$queryRawUnsafe(sql, ...params)) as Array<Record<string, unknown>>,
       close: () => prisma.$disconnect(),
     };
@@ -235,6 +254,7 @@ export const KYSELY: OrmTransactionKind = {
       outside: db,
       native: KYSELY_NATIVE,
       transaction: (work, end = 'commit') => viaCallback((callback) => db.transaction().execute((trx) => callback(trx)), work, end),
+      run: (work) => db.transaction().execute(work),
       query: async (sql, params = []) => (await pool.query(sql, params)).rows,
       close: async () => {
         await db.destroy();
@@ -243,6 +263,20 @@ export const KYSELY: OrmTransactionKind = {
     };
   },
 };
+
+/** `db.startTransaction()`, `work` with its trx, then commit (or a rollback on request, or when `work` throws). */
+async function inControlledKyselyTransaction<T>(db: Kysely<Record<string, never>>, work: (tx: unknown) => Promise<T>, end: 'commit' | 'rollback'): Promise<T> {
+  const trx = await db.startTransaction().execute();
+  let value;
+  try {
+    value = await work(trx);
+  } catch (error) {
+    await trx.rollback().execute();
+    throw error;
+  }
+  await (end === 'commit' ? trx.commit() : trx.rollback()).execute();
+  return value;
+}
 
 export const KYSELY_CONTROLLED: OrmTransactionKind = {
   name: 'kysely controlled transaction',
@@ -254,18 +288,8 @@ export const KYSELY_CONTROLLED: OrmTransactionKind = {
     return {
       outside: db,
       native: KYSELY_NATIVE,
-      async transaction(work, end = 'commit') {
-        const trx = await db.startTransaction().execute();
-        let value;
-        try {
-          value = await work(trx);
-        } catch (error) {
-          await trx.rollback().execute();
-          throw error;
-        }
-        await (end === 'commit' ? trx.commit() : trx.rollback()).execute();
-        return value;
-      },
+      transaction: (work, end = 'commit') => inControlledKyselyTransaction(db, work, end),
+      run: (work) => inControlledKyselyTransaction(db, work, 'commit'),
       query: async (sql, params = []) => (await pool.query(sql, params)).rows,
       close: async () => {
         await db.destroy();
@@ -289,6 +313,7 @@ export const DRIZZLE: OrmTransactionKind = {
         txid: async (tx) => txidOf((await (tx as DrizzleTx).execute(drizzleSql`SELECT txid_current()::text AS txid`)).rows),
       },
       transaction: (work, end = 'commit') => viaCallback((callback) => db.transaction((tx) => callback(tx)), work, end),
+      run: (work) => db.transaction(work),
       query: async (sql, params = []) => (await pool.query(sql, params)).rows,
       close: () => pool.end(),
     };
@@ -309,6 +334,7 @@ export const KNEX: OrmTransactionKind = {
         txid: async (tx) => txidOf((await (tx as Knex.Transaction).raw('SELECT txid_current()::text AS txid')).rows),
       },
       transaction: (work, end = 'commit') => viaCallback((callback) => knex.transaction((trx) => callback(trx)), work, end),
+      run: (work) => knex.transaction(work),
       query: async (sql, params = []) => (await pool.query(sql, params)).rows,
       close: async () => {
         await knex.destroy();
