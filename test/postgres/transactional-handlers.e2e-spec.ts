@@ -53,8 +53,9 @@ class LedgerHandlers {
       await sleep(300);
     }
     await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [key, attempt]);
-    // A follow-up action: no transaction passed, it joins the run's.
-    await this.delay.schedule(FOLLOW_UP, key, { delay: 3_600_000, payload: { attempt } });
+    // A follow-up action, one key per attempt (so one left by a rolled-back attempt would show): no transaction
+    // passed, it joins the run's.
+    await this.delay.schedule(FOLLOW_UP, `${key}@${attempt}`, { delay: 3_600_000, payload: { attempt } });
     const plan = behaviour.get(key);
     if (plan?.sleepMsOn?.attempt === attempt) {
       await sleep(plan.sleepMsOn.ms);
@@ -127,7 +128,7 @@ describe('postgres: transactional handlers commit with their action', () => {
     await delay.schedule(TOPIC, 'order-1', { delay: 0 });
     await pollUntil(async () => (await delay.get(TOPIC, 'order-1')) === null, 'the completion', 10_000);
     expect(await ledger('order-1')).toEqual([1]);
-    expect(await delay.get(FOLLOW_UP, 'order-1')).toMatchObject({ payload: { attempt: 1 } });
+    expect(await delay.get(FOLLOW_UP, 'order-1@1')).toMatchObject({ payload: { attempt: 1 } });
     expect(handlers.runs.map(({ key, attempt }) => ({ key, attempt }))).toEqual([{ key: 'order-1', attempt: 1 }]);
   });
 
@@ -139,7 +140,8 @@ describe('postgres: transactional handlers commit with their action', () => {
     expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2, 3]);
     // Attempts 1 and 2 wrote and threw: nothing of them remains.
     expect(await ledger('order-2')).toEqual([3]);
-    expect(await delay.get(FOLLOW_UP, 'order-2')).toMatchObject({ payload: { attempt: 3 } });
+    expect(await delay.get(FOLLOW_UP, 'order-2@3')).toMatchObject({ payload: { attempt: 3 } });
+    expect([await delay.get(FOLLOW_UP, 'order-2@1'), await delay.get(FOLLOW_UP, 'order-2@2')]).toEqual([null, null]);
   });
 
   it("a run past its timeout is rolled back (its writes and follow-up gone) and retried; the retry's commit stands alone", async () => {
@@ -151,7 +153,8 @@ describe('postgres: transactional handlers commit with their action', () => {
     await sleep(2_000);
     expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
     expect(await ledger('order-3')).toEqual([2]);
-    expect(await delay.get(FOLLOW_UP, 'order-3')).toMatchObject({ payload: { attempt: 2 } });
+    expect(await delay.get(FOLLOW_UP, 'order-3@2')).toMatchObject({ payload: { attempt: 2 } });
+    expect(await delay.get(FOLLOW_UP, 'order-3@1')).toBeNull();
   });
 
   it('a run given up at its timeout whose handler goes on writing: nothing it writes afterwards lands, in its transaction or another run\'s', async () => {
@@ -232,7 +235,7 @@ describe('postgres: transactional handlers commit with their action', () => {
       await sleep(1_500);
       expect(handlers.runs.map(({ key, attempt }) => ({ key, attempt }))).toEqual([{ key: 'order-4', attempt: 1 }]);
       expect(await ledger('order-4')).toEqual([1]);
-      expect(await delay.get(FOLLOW_UP, 'order-4')).toMatchObject({ payload: { attempt: 1 } });
+      expect(await delay.get(FOLLOW_UP, 'order-4@1')).toMatchObject({ payload: { attempt: 1 } });
     } finally {
       await app?.close();
       app = undefined;
