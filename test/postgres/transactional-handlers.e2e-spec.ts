@@ -13,7 +13,7 @@ const TOPIC = 'ledger.credit';
 const FOLLOW_UP = 'ledger.follow-up';
 
 /** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout. */
-const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number } }>();
+const behaviour = new Map<string, { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number }; sleepFirstMsOn?: { attempt: number; ms: number } }>();
 
 @Injectable()
 class LedgerHandlers {
@@ -27,6 +27,8 @@ class LedgerHandlers {
     const { key, attempt } = context;
     this.runs.push({ key, attempt });
     const client = context.transaction as PoolClient;
+    const first = behaviour.get(key)?.sleepFirstMsOn;
+    if (first?.attempt === attempt) await sleep(first.ms);
     await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [key, attempt]);
     // A follow-up action: no transaction passed, it joins the run's.
     await this.delay.schedule(FOLLOW_UP, key, { delay: 3_600_000, payload: { attempt } });
@@ -100,6 +102,18 @@ describe('postgres: transactional handlers commit with their action', () => {
     expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
     expect(await ledger('order-3')).toEqual([2]);
     expect(await delay.get(FOLLOW_UP, 'order-3')).toMatchObject({ payload: { attempt: 2 } });
+  });
+
+  it("a run past its timeout that writes afterwards (it ignored its signal): those late writes fail, none is committed", async () => {
+    const { delay, handlers } = await boot();
+    behaviour.set('order-5', { sleepFirstMsOn: { attempt: 1, ms: 2_000 } });
+    await delay.schedule(TOPIC, 'order-5', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-5')) === null, 'the completion', 15_000);
+    // The timed-out run wakes after its retry committed, and writes.
+    await sleep(2_000);
+    expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
+    expect(await ledger('order-5')).toEqual([2]);
+    expect(await delay.get(FOLLOW_UP, 'order-5')).toMatchObject({ payload: { attempt: 2 } });
   });
 
   it('a lost COMMIT reply (the commit happened, the instance does not know) is resolved by the row, not by running again', async () => {

@@ -12,10 +12,10 @@ import { settleWithin } from '../../utils/settle-within';
  * connection as long as its handler runs, so they come from a pool apart
  * from the driver's (whose connections claims, renewals and outcomes need
  * at once), sized for the handlers that may run at once; on the
- * application's pool (`pool` given), from that pool. Opening, BEGIN, COMMIT
- * and ROLLBACK are each bounded by `commandTimeout`; the handler's own
- * statements are not (its `timeout` is). A connection whose COMMIT did not
- * answer is destroyed, never reused.
+ * application's pool (`pool` given), from that pool. Opening, BEGIN and
+ * COMMIT are each bounded by `commandTimeout`; the handler's own statements
+ * are not (its `timeout` is). A connection whose run failed, or whose COMMIT
+ * did not answer, is destroyed, never reused.
  */
 export class PostgresHandlerTransactions {
   private readonly logger = new Logger(PostgresHandlerTransactions.name);
@@ -48,11 +48,10 @@ export class PostgresHandlerTransactions {
       try {
         result = await work(client);
       } catch (error) {
-        // The run's own failure is what is reported; a connection that cannot roll back is destroyed, which ends the transaction.
-        await bound(client.query('ROLLBACK'), 'ROLLBACK').then(
-          () => (healthy = true),
-          () => undefined,
-        );
+        // Not rolled back and reused: the connection is destroyed, which ends the transaction (the server rolls it
+        // back). A run given up (its timeout, shutdown) still runs and holds this client: after a ROLLBACK, what it
+        // went on to write would commit by itself, or, the connection back in the pool, in another run's
+        // transaction. Closed, the connection fails it.
         throw error;
       }
       await bound(client.query('COMMIT'), 'COMMIT');
@@ -61,7 +60,7 @@ export class PostgresHandlerTransactions {
     } finally {
       if (healthy) client.removeListener('error', onError);
       try {
-        client.release(healthy ? undefined : new Error('nestjs-delay: a transactional handler connection left in doubt'));
+        client.release(healthy ? undefined : new Error('nestjs-delay: a transactional handler connection whose run failed or whose commit is in doubt'));
       } catch {
         // released already (the pool ended)
       }
