@@ -1,4 +1,4 @@
-import { INestApplication, Injectable } from '@nestjs/common';
+import { INestApplication, Injectable, Logger } from '@nestjs/common';
 import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, OnRecurring, TransactionalHandlerUnsupportedError } from 'nestjs-delay';
 import { Test } from '@nestjs/testing';
 import { DelayModule } from 'nestjs-delay';
@@ -7,6 +7,7 @@ import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fi
 import { TestPostgresServer } from '../support/postgres-server';
 import { TestRedisServer } from '../support/redis-server';
 import { TcpFaultProxy } from './support/tcp-fault-proxy';
+import { PostgresHandlerTransactions } from '../../libs/delay/src/drivers/postgres/postgres-handler-transactions';
 
 const TOPIC = 'ledger.credit';
 const FOLLOW_UP = 'ledger.follow-up';
@@ -242,6 +243,56 @@ describe('postgres: transactional handlers commit with their action', () => {
       await proxy.close();
     }
   });
+
+  it("a handler connection cut as the pool hands it out (pg_terminate_backend) fails its run, never the process: every connection's errors are heard", async () => {
+    // The pool stops listening to a connection as it hands it out, and the run listens a few promise turns later: a
+    // FATAL read with the last bytes of the connection's startup was emitted to no one, an uncaught error that ended
+    // the process (seen in test/postgres/transactional-storm.e2e-spec.ts). Runs open connections all the time here,
+    // and rounds of pg_terminate_backend cut them at every stage; before the fix this failed within seconds.
+    const transactions = new PostgresHandlerTransactions(server.url, undefined, 3_000);
+    transactions.sizeFor(20);
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown): void => void uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    // Each cut connection is logged at debug level: hundreds of lines.
+    Logger.overrideLogger(['error']);
+    let stop = false;
+    let committed = 0;
+    let failed = 0;
+    const lane = async (): Promise<void> => {
+      while (!stop) {
+        await transactions
+          .run(async (transaction) => {
+            await (transaction as PoolClient).query('SELECT 1');
+            await sleep(Math.random() * 5);
+          })
+          .then(
+            () => committed++,
+            () => failed++,
+          );
+      }
+    };
+    try {
+      const lanes = Array.from({ length: 20 }, lane);
+      let terminated = 0;
+      for (const deadline = Date.now() + 8_000; Date.now() < deadline && uncaught.length === 0; ) {
+        terminated += await server.terminateBackends("application_name = 'nestjs-delay handlers'");
+        await sleep(Math.random() * 20);
+      }
+      stop = true;
+      await Promise.all(lanes);
+      expect(uncaught).toEqual([]);
+      // Both happened: runs were cut, and runs committed between the rounds.
+      expect(terminated).toBeGreaterThan(0);
+      expect(failed).toBeGreaterThan(0);
+      expect(committed).toBeGreaterThan(0);
+    } finally {
+      stop = true;
+      process.off('uncaughtException', onUncaught);
+      await transactions.close();
+      Logger.overrideLogger(['log', 'error', 'warn', 'debug', 'verbose', 'fatal']);
+    }
+  }, 30_000);
 
   it('is refused at bootstrap on the wheel and on Redis, naming the option and the driver', async () => {
     const wheel = Test.createTestingModule({ imports: [DelayModule.forRoot({ driver: { type: 'wheel' } })], providers: [TransactionalOnOtherDriver] });

@@ -170,12 +170,14 @@ export class Fleet {
   readonly ends: EndEvent[] = [];
   private readonly instances: Instance[] = [];
 
-  constructor(private readonly base: { readonly url: string; readonly prefix: string; readonly topic: string }) {}
+  /** `entry`: the worker script, test/instances/worker/worker.ts unless given (it must speak protocol.ts). */
+  constructor(private readonly base: { readonly url: string; readonly prefix: string; readonly topic: string; readonly entry?: string }) {}
 
   /** Starts one worker process and waits until its application is up (consuming, if it consumes). */
   async spawn(name: string, options: InstanceOptions): Promise<Instance> {
-    const config: WorkerConfig = { ...this.base, ...options, name };
-    const child = spawn(process.execPath, ['--enable-source-maps', '--require', registerHook(), WORKER_ENTRY], {
+    const { entry = WORKER_ENTRY, ...base } = this.base;
+    const config: WorkerConfig = { ...base, ...options, name };
+    const child = spawn(process.execPath, ['--enable-source-maps', '--require', registerHook(), entry], {
       cwd: REPO_ROOT,
       env: { ...process.env, NESTJS_DELAY_ROOT: REPO_ROOT, NESTJS_DELAY_TS_CACHE: CACHE_DIR, NESTJS_DELAY_WORKER: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

@@ -38,6 +38,22 @@ export interface WorkerConfig {
   readonly recurringTopic?: string;
   /** Schedules declared with @Recurring, one topic each (reported like recurringTopic's). */
   readonly declared?: ReadonlyArray<{ readonly topic: string; readonly every: number }>;
+  /** Read by test/postgres/support/ledger-worker.ts only (a Fleet given that entry): its handler's ledger. */
+  readonly ledger?: LedgerConfig;
+}
+
+/** The ledger worker's handler: one ledger row and one follow-up action per run, in the run's transaction or not. */
+export interface LedgerConfig {
+  /** The ledger table (key, attempt, pid, run), no unique key. */
+  readonly table: string;
+  /** The follow-up actions' topic (no handler: they stay pending). */
+  readonly followUpTopic: string;
+  /** The handler's option `transactional`. */
+  readonly transactional: boolean;
+  /** The handler's option `timeout`. */
+  readonly timeout: string;
+  /** Seeds the handler's sleep after its writes (0-200 ms). */
+  readonly seed: number;
 }
 
 /** What the tests put in an action's payload. */

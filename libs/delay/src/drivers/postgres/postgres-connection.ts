@@ -75,6 +75,9 @@ export class PostgresConnection {
     });
     // An idle client that loses its connection emits here; the pool drops it and the next call opens another.
     this.ownPool.on('error', (error) => this.logger.warn(`An idle connection failed: ${describeError(error)}`));
+    // Heard from the moment each connection is made: between the pool handing one out and withClient listening, an
+    // error the server sends (pg_terminate_backend) would otherwise be emitted to no one and end the process.
+    this.ownPool.on('connect', (client) => client.on('error', (error) => this.logger.debug(`A connection failed: ${describeError(error)}`)));
     this.pool = this.ownPool as unknown as PgPoolLike;
   }
 

@@ -92,6 +92,10 @@ export class PostgresHandlerTransactions {
         application_name: 'nestjs-delay handlers',
       });
       this.ownPool.on('error', (error) => this.logger.warn(`An idle handler connection failed: ${describeError(error)}`));
+      // Heard from the moment each connection is made: the pool stops listening as it hands one out, and run()
+      // listens only a few promise turns later. An error the server sends in between (pg_terminate_backend, a
+      // shutdown), read with the connection's last startup bytes, would be emitted to no one and end the process.
+      this.ownPool.on('connect', (client) => client.on('error', (error) => this.logger.debug(`A handler connection failed: ${describeError(error)}`)));
     }
     return this.ownPool as unknown as PgPoolLike;
   }
