@@ -2,7 +2,7 @@ import { INestApplication, Injectable, Logger } from '@nestjs/common';
 import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired, OnRecurring, TransactionalHandlerUnsupportedError } from 'nestjs-delay';
 import { Test } from '@nestjs/testing';
 import { DelayModule } from 'nestjs-delay';
-import { PoolClient } from 'pg';
+import { Client, PoolClient } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
 import { TestRedisServer } from '../support/redis-server';
@@ -13,6 +13,9 @@ const TOPIC = 'ledger.credit';
 const FOLLOW_UP = 'ledger.follow-up';
 const RECURRING = 'ledger.recurring';
 const PLAIN = 'ledger.plain';
+const LOCKS = 'ledger.locks';
+/** How the lock wait of LOCKS's first attempt ended: its SQLSTATE and how long it waited. */
+const lockWaits: Array<{ code: string; waitedMs: number }> = [];
 
 /** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout. */
 const behaviour = new Map<
@@ -75,6 +78,22 @@ class LedgerHandlers {
     if (plan?.throwOn?.includes(attempt)) throw new Error(`attempt ${attempt} fails after its writes`);
   }
 
+  /** Waits for a row lock on its first attempt: the wait is bounded by the smaller of commandTimeout (3 s here) and its timeout (10 s). */
+  @OnDelayExpired(LOCKS, { transactional: true, timeout: '10s', attempts: 2, backoff: '100ms' })
+  async locks(context: DelayContext): Promise<void> {
+    const client = context.transaction as PoolClient;
+    if (context.attempt === 1) {
+      const started = Date.now();
+      try {
+        await client.query('SELECT 1 FROM locked_rows WHERE id = 1 FOR UPDATE');
+      } catch (error) {
+        lockWaits.push({ code: String((error as { code?: unknown }).code), waitedMs: Date.now() - started });
+        throw error;
+      }
+    }
+    await client.query('INSERT INTO ledger (key, attempt) VALUES ($1, $2)', [context.key, context.attempt]);
+  }
+
   /** Not transactional: what it schedules is written on its own, whatever run set it off. */
   @OnDelayExpired(PLAIN)
   async plain(context: DelayContext): Promise<void> {
@@ -105,6 +124,7 @@ describe('postgres: transactional handlers commit with their action', () => {
   beforeAll(async () => {
     server = await TestPostgresServer.start();
     await server.admin('CREATE TABLE ledger (key text NOT NULL, attempt integer NOT NULL)', [], true);
+    await server.admin('CREATE TABLE locked_rows (id integer PRIMARY KEY); INSERT INTO locked_rows VALUES (1)', [], true);
     await server.admin('CREATE TABLE checked_at_commit (k text, CONSTRAINT checked_at_commit_k UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)', [], true);
   }, 60_000);
   afterAll(() => server.dispose());
@@ -211,6 +231,27 @@ describe('postgres: transactional handlers commit with their action', () => {
     // Once, at its first attempt: its call was neither joined to the other run's transaction nor refused as part of it.
     expect(handlers.plainRuns).toEqual([1]);
   });
+
+  it("a lock the handler waits on is bounded by commandTimeout (smaller than its timeout here): the run fails with a lock timeout and is retried", async () => {
+    const { delay } = await boot();
+    const holder = new Client({ connectionString: server.url });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM locked_rows WHERE id = 1 FOR UPDATE');
+    try {
+      await delay.schedule(LOCKS, 'held', { delay: 0 });
+      await pollUntil(() => lockWaits.length === 1, 'the lock wait to end', 15_000);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    // 55P03: lock_not_available, after about commandTimeout (3 s), well before the handler's 10 s timeout.
+    expect(lockWaits[0].code).toBe('55P03');
+    expect(lockWaits[0].waitedMs).toBeGreaterThanOrEqual(2_500);
+    expect(lockWaits[0].waitedMs).toBeLessThan(9_000);
+    await pollUntil(async () => (await ledger('held')).length === 1, 'the retry', 10_000);
+    expect(await ledger('held')).toEqual([2]);
+  }, 30_000);
 
   it('a recurring occurrence commits with its completion and its last run', async () => {
     const { delay } = await boot();
