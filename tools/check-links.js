@@ -147,6 +147,10 @@ function main() {
   const site = option('--site', path.join(root, 'docs', '.vitepress', 'dist'));
   const broken = [];
   if (!args.includes('--no-site')) {
+    if (!existsSync(path.join(site, 'index.html'))) {
+      process.stderr.write(`${site} holds no built site: run npm run docs:build first (or pass --no-site)\n`);
+      process.exit(2);
+    }
     const result = checkSite(site);
     broken.push(...result.broken.map((entry) => ({ ...entry, from: `site ${entry.from}` })));
     process.stdout.write(`site: ${result.links} internal links on ${result.pages} pages\n`);

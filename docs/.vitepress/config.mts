@@ -103,9 +103,12 @@ const sidebar: DefaultTheme.Sidebar = [
   { text: 'API reference', collapsed: true, link: '/api/', items: apiSidebar() },
 ];
 
+/** Files of docs/ that are not pages of the site (srcExclude below): links to them go to GitHub too. */
+const NOT_ON_SITE = ['README.md', 'screenshots', 'typedoc.json'];
+
 /**
- * A relative link that leaves docs/ (the apps, CHANGELOG.md, BENCHMARKS.md) works on GitHub
- * but not on the site: on the site it points at the file on GitHub.
+ * A relative link that leaves docs/ (the apps, CHANGELOG.md, BENCHMARKS.md), or names a file of it
+ * that is no page, works on GitHub but not on the site: on the site it points at the file on GitHub.
  */
 function outsideLinks(md: { core: { ruler: { push(name: string, rule: (state: CoreState) => void): void } } }): void {
   md.core.ruler.push('nestjs_delay_outside_links', (state) => {
@@ -119,7 +122,8 @@ function outsideLinks(md: { core: { ruler: { push(name: string, rule: (state: Co
         if (!href || /^[a-z][a-z0-9+.-]*:|^#|^\//i.test(href)) continue;
         const [file, anchor] = href.split('#', 2);
         const target = path.resolve(path.dirname(page), decodeURIComponent(file));
-        if (target === DOCS || target.startsWith(DOCS + path.sep)) continue;
+        const onSite = (target === DOCS || target.startsWith(DOCS + path.sep)) && !NOT_ON_SITE.some((file) => target === path.join(DOCS, file) || target.startsWith(path.join(DOCS, file) + path.sep));
+        if (onSite) continue;
         const inRepo = path.relative(ROOT, target).split(path.sep).join('/');
         const kind = path.extname(target) === '' ? 'tree' : 'blob';
         token.attrSet('href', `${REPOSITORY}/${kind}/main/${inRepo}${anchor ? `#${anchor}` : ''}`);
@@ -162,7 +166,7 @@ interface CoreState {
 export default defineConfig({
   title: 'nestjs-delay',
   description: 'Scheduled domain actions for NestJS: do X at time T unless Y happened first.',
-  srcExclude: ['README.md', 'screenshots/**', 'typedoc.json'],
+  srcExclude: ['README.md', 'screenshots/**'],
   cleanUrls: false,
   lastUpdated: false,
   // The search index and the API pages make large chunks; the site is static and read locally.
