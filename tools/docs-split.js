@@ -343,6 +343,13 @@ function main() {
   }
 }
 
-if (require.main === module) main();
+if (require.main === module) {
+  try {
+    main();
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  }
+}
 
 module.exports = { githubSlug, parseSections, split };
