@@ -38,6 +38,8 @@ import { driverStatementsModule } from './postgres/driver-statements';
 import { BareProducer, DelayPgProducer, GraphileProducer, PgBossProducer } from './postgres/producers';
 import type { PgItem, PgProducer } from './postgres/producers';
 import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS } from './postgres/protocol';
+import { updateResults } from './results';
+import type { Bar, BarsRow, ResultsUpdate } from './results';
 import type { PgContender, PgWorkerConfig, WorkerReport } from './postgres/protocol';
 import { WorkerPool } from './redis/worker-pool';
 import { pump } from './redis/pump';
@@ -1000,6 +1002,43 @@ function versionOf(name: string): string {
 
 // ---- main ----------------------------------------------------------------------
 
+/** This run's headline comparisons, for bench/results/postgres.json (rows of the phases that ran). */
+function postgresResults(rates: readonly RateRow[], drains: readonly DrainResult[], lateness: readonly LatenessResult[], sizes: readonly SizeResult[], runs: string): ResultsUpdate {
+  const rows: Record<string, BarsRow[]> = { 'postgres-rates': [], 'postgres-lateness': [] };
+  const peers: readonly PgContender[] = ['pgboss', 'graphile'];
+  const faster = (values: ReadonlyMap<PgContender, number>, higher: boolean): Bar | null => {
+    const known = peers.filter((kind) => Number.isFinite(values.get(kind)));
+    if (known.length === 0) return null;
+    const best = known.reduce((a, b) => ((values.get(a) ?? 0) >= (values.get(b) ?? 0) === higher ? a : b));
+    return { name: `${contenderLabel(best)} (the faster peer)`, value: Math.round(values.get(best) ?? 0) };
+  };
+  const concurrent = new Map(rates.filter((row) => row.mode === 'concurrent' && row.kind !== 'bare').map((row) => [row.kind as PgContender, median(row.rates)]));
+  const ours = concurrent.get('delay');
+  const peer = faster(concurrent, true);
+  if (ours !== undefined && peer) rows['postgres-rates'].push({ label: 'schedule, 100 in flight', bars: [{ name: 'nestjs-delay', value: Math.round(ours) }, peer] });
+  for (const workers of [1, 2]) {
+    const byKind = new Map(drains.filter((drain) => drain.workers === workers).map((drain) => [drain.kind, drain.rate]));
+    const drainPeer = faster(byKind, true);
+    const drained = byKind.get('delay');
+    if (drained !== undefined && drainPeer) {
+      rows['postgres-rates'].push({ label: `drain of 100,000 due, ${workers} worker${workers === 1 ? '' : 's'}`, bars: [{ name: 'nestjs-delay', value: Math.round(drained) }, drainPeer] });
+    }
+  }
+  const p99 = new Map(lateness.filter((result) => !result.zeroOffset && result.kind !== 'bare').map((result) => [result.kind as PgContender, quantile(result.stats.lateness, 0.99)]));
+  const ourP99 = p99.get('delay');
+  if (ourP99 !== undefined) {
+    rows['postgres-lateness'].push({ label: 'lateness p99', bars: [{ name: 'nestjs-delay', value: ourP99 }, ...peers.filter((kind) => p99.has(kind)).map((kind) => ({ name: contenderLabel(kind), value: p99.get(kind) ?? 0 }))] });
+  }
+  const count = Math.min(...sizes.map((size) => size.count));
+  const sized = new Map(sizes.filter((size) => size.count === count && size.kind !== 'bare').map((size) => [size.kind as PgContender, Math.round(size.bytesPerAction)]));
+  const ourBytes = sized.get('delay');
+  const memory =
+    ourBytes === undefined
+      ? undefined
+      : { label: 'postgres, after VACUUM ANALYZE', ours: ourBytes, peers: Object.fromEntries(peers.filter((kind) => sized.has(kind)).map((kind) => [contenderLabel(kind), sized.get(kind) ?? 0])) };
+  return { runs, rows, ...(memory ? { memory } : {}) };
+}
+
 async function main(): Promise<void> {
   const startedAt = performance.now();
   const loadAtStart = fmt(loadavg()[0], 2);
@@ -1177,6 +1216,12 @@ async function main(): Promise<void> {
     console.log('\n## Targets\n');
     console.log(verdicts(rates, drains, floors, lateness, sizes, besideHeld).join('\n'));
     console.log(`- machine load average (1 min) at start / end: ${loadAtStart} / ${fmt(loadavg()[0], 2)}`);
+    if (QUICK) {
+      console.log('\nQUICK run: bench/results/postgres.json left as it was.');
+    } else {
+      const written = updateResults('postgres', postgresResults(rates, drains, lateness, sizes, `one run (${command}), load average ${loadAtStart} at the start`));
+      if (written) console.log(`\nThe headline figures of this run are in ${relative(process.cwd(), written)}; redraw the charts with npm run docs:charts.`);
+    }
     console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s`);
   } catch (error) {
     console.error(error);

@@ -1,10 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import * as ts from 'typescript';
 
 /*
- * Every ```ts block of README.md and of the package's own README
- * (libs/delay/README.md, the one the registry shows) is type-checked, as written, under the
+ * Every ```ts block of README.md, of the package's own README
+ * (libs/delay/README.md, the one the registry shows) and of the documentation
+ * site's pages (docs/**\/*.md; not the API reference TypeDoc generates) is type-checked, as written, under the
  * tsconfigs users have: Nest 10's (CommonJS, node10 resolution, not strict),
  * Nest 12's `nest new` (nodenext, isolatedModules with emitDecoratorMetadata,
  * strict) and an ES-module app ("type": "module", nodenext). `nestjs-delay`
@@ -24,7 +25,27 @@ import * as ts from 'typescript';
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const READMES = ['README.md', 'libs/delay/README.md'];
+/** The documentation site's pages, relative to the repository: docs/ but its generated API reference and the site's own folder. */
+function docsPages(dir = 'docs'): string[] {
+  const pages: string[] = [];
+  for (const name of readdirSync(path.join(ROOT, dir)).sort()) {
+    const file = `${dir}/${name}`;
+    if (statSync(path.join(ROOT, file)).isDirectory()) {
+      if (file !== 'docs/api' && name !== '.vitepress' && name !== 'node_modules') pages.push(...docsPages(file));
+    } else if (name.endsWith('.md')) {
+      pages.push(file);
+    }
+  }
+  return pages;
+}
+
+const READMES = ['README.md', 'libs/delay/README.md', ...docsPages()];
+
+/**
+ * How many ```ts blocks the guides held when the long README became the site (29, all moved to docs/):
+ * a page that loses its examples, or a fence the pattern no longer sees, fails "are found".
+ */
+const DOCS_EXAMPLES_AT_LEAST = 29;
 
 const PRELUDE = `
 interface Order { readonly id: string; readonly total: number }
@@ -58,12 +79,12 @@ const FRAGMENT_IMPORTS = [
   `import { Injectable, Module } from '@nestjs/common';`,
   `import { ConfigModule, ConfigService } from '@nestjs/config';`,
   `import { DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';`,
-  `import type { BatchStatus, DelayContext, DelayModuleOptions, DelayOptionsFactory } from 'nestjs-delay';`,
+  `import type { BatchStatus, DelayContext, DelayModuleOptions, DelayOptionsFactory, Duration } from 'nestjs-delay';`,
   '',
 ].join('\n');
 
 interface Example {
-  /** The README, relative to the repository. */
+  /** The README or docs page, relative to the repository. */
   readonly file: string;
   readonly index: number;
   /** Line of README.md where the block's code starts. */
@@ -185,8 +206,20 @@ describe('The TypeScript examples of the READMEs', () => {
 
   it('are found', () => {
     // A README without ts blocks (or a broken fence pattern) would make the checks below pass on nothing.
-    expect(examples.filter((example) => example.file === 'README.md').length).toBeGreaterThanOrEqual(8);
+    expect(examples.filter((example) => example.file === 'README.md').length).toBeGreaterThanOrEqual(5);
     expect(examples.filter((example) => example.file === 'libs/delay/README.md').length).toBeGreaterThanOrEqual(3);
+    expect(examples.filter((example) => example.file.startsWith('docs/')).length).toBeGreaterThanOrEqual(DOCS_EXAMPLES_AT_LEAST);
+  });
+
+  it('include every page of the guides, and every README example is also on a page of the site', () => {
+    const files = new Set(examples.map((example) => example.file));
+    for (const page of ['docs/guide/getting-started.md', 'docs/guide/api.md', 'docs/guide/transactions.md', 'docs/guide/recurring.md', 'docs/drivers/postgres.md', 'docs/operations/admin.md']) {
+      expect(files).toContain(page);
+    }
+    // The front page shows a few of the guides' examples; each is checked here and is also on the site.
+    const onSite = new Set(examples.filter((example) => example.file.startsWith('docs/')).map((example) => example.code));
+    const frontPageOnly = examples.filter((example) => example.file === 'README.md' && !onSite.has(example.code));
+    expect(frontPageOnly.map((example) => `README.md:${example.line}`)).toEqual([]);
   });
 
   it.each(VARIANTS.map((variant) => [variant.name, variant] as const))('compile under the %s', (_name, variant) => {

@@ -10,7 +10,7 @@ import { Delivery } from '../../libs/delay/src/interfaces/delay-driver.interface
 
 /**
  * The postgres driver in a database shared with other roles, set up as the
- * README's least-privilege section says (run from the README as written): a
+ * least-privilege section of docs/drivers/postgres.md says (run as written): a
  * role that owns the schema and migrates it, a runtime role with only the
  * grants listed there, and a stranger that may connect and, as on
  * PostgreSQL 14 and older, create in `public`.
@@ -32,11 +32,11 @@ class Worker {
   }
 }
 
-/** The SQL blocks of the README's least-privilege section, in order, as a user would paste them. */
+/** The SQL blocks of the least-privilege section of the PostgreSQL driver's page, in order, as a user would paste them. */
 function readmeSetup(): { asSuperuser: string; asOwner: string } {
-  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
-  const section = /<!-- least-privilege -->([\s\S]*?)<!-- \/least-privilege -->/.exec(readme)?.[1];
-  if (!section) throw new Error('README.md has no least-privilege section');
+  const page = readFileSync(join(__dirname, '..', '..', 'docs', 'drivers', 'postgres.md'), 'utf8');
+  const section = /<!-- least-privilege -->([\s\S]*?)<!-- \/least-privilege -->/.exec(page)?.[1];
+  if (!section) throw new Error('docs/drivers/postgres.md has no least-privilege section');
   const blocks = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((match) => match[1]);
   if (blocks.length !== 2) throw new Error(`the least-privilege section has ${blocks.length} sql blocks, expected 2`);
   return { asSuperuser: blocks[0], asOwner: blocks[1] };
@@ -96,7 +96,7 @@ describe('postgres: a database shared with other roles', () => {
     database = `shared_${process.pid}`;
     await server.admin(`CREATE DATABASE ${database}`);
     const { asSuperuser, asOwner } = readmeSetup();
-    // Trust authentication here: the passwords are not needed. The README's database is called app.
+    // Trust authentication here: the passwords are not needed. The page's database is called app.
     await asAdmin(asSuperuser.replace(/ PASSWORD '[^']*'/g, '').replace(/DATABASE app\b/g, `DATABASE ${database}`));
     // As on PostgreSQL 14 and older (and clusters upgraded from them): every role may create in public.
     await asAdmin(`GRANT CREATE ON SCHEMA public TO PUBLIC; CREATE ROLE ${STRANGER} LOGIN`);
@@ -123,7 +123,7 @@ describe('postgres: a database shared with other roles', () => {
       CREATE FUNCTION public.spy_int_gt(integer, integer) RETURNS boolean LANGUAGE sql AS $$ SELECT spy.called('>'); SELECT $1 OPERATOR(pg_catalog.>) $2 $$;
       CREATE OPERATOR public.> (LEFTARG = integer, RIGHTARG = integer, FUNCTION = public.spy_int_gt);
     `);
-    // The owner migrates (an instance started with migrate: true), then grants what the README says.
+    // The owner migrates (an instance started with migrate: true), then grants what the page says.
     const owner = await bareDriver(OWNER);
     await owner.close();
     const ownerClient = await connectAs(OWNER);
@@ -145,7 +145,7 @@ describe('postgres: a database shared with other roles', () => {
     await asAdmin(`TRUNCATE ${SCHEMA}.actions, ${SCHEMA}.dead, ${SCHEMA}.runs, ${SCHEMA}.paused_topics`);
   });
 
-  it('runs with exactly the README grants, and no look-alike another role planted in public ever runs as its role', async () => {
+  it('runs with exactly the documented grants, and no look-alike another role planted in public ever runs as its role', async () => {
     const { delay, worker } = await boot(RUNTIME);
     // Every kind of call, on the driver's pool and in the application's transaction.
     await delay.schedule(TOPIC, 'a', { delay: 50, payload: { n: 1 } });
