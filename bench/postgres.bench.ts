@@ -15,6 +15,7 @@
 //   BENCH_PG_HELD_SYSTEMS=delay (phase 8 with only the systems named, comma-separated: delay, pgboss, graphile)
 //   BENCH_PG_CPU_PROF=<dir> npm run bench:postgres (--cpu-prof for the drain's worker processes)
 //   BENCH_PG_PHASES=5,10 npm run bench:postgres  (the lateness phases only)
+//   BENCH_PG_PHASES=11 npm run bench:postgres    (the transactional drain, beside the plain drain and graphile-worker's)
 //
 // Phases: (1) schedule: one awaited, 100 in flight, bulk; (2) replace by key
 // and cancel by key, 100 in flight; (3) the floor: bare DELETE ... RETURNING
@@ -24,7 +25,10 @@
 // size after 1M actions scheduled, fired and deleted; (8, HELD_TX) the drain
 // while a transaction holds vacuum back; (9, EXPLAIN) the claim explained;
 // (10) lateness of free actions beside a due row that an open transaction of
-// the application holds, against the same without it (nestjs-delay only).
+// the application holds, against the same without it (nestjs-delay only);
+// (11) the drain with transactional handlers (`transactional: true`, one
+// INSERT each through context.transaction), beside the plain drain and
+// graphile-worker's in the same run (those of phase 4 when it ran).
 // See BENCHMARKS.md.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
@@ -37,7 +41,7 @@ import { BenchPostgresServer } from './postgres/pg-server';
 import { driverStatementsModule } from './postgres/driver-statements';
 import { BareProducer, DelayPgProducer, GraphileProducer, PgBossProducer } from './postgres/producers';
 import type { PgItem, PgProducer } from './postgres/producers';
-import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS } from './postgres/protocol';
+import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS, SINK_TABLE } from './postgres/protocol';
 import { updateResults } from './results';
 import type { Bar, BarsRow, ResultsUpdate } from './results';
 import type { PgContender, PgWorkerConfig, WorkerReport } from './postgres/protocol';
@@ -51,7 +55,7 @@ const HELD_TX_MS = Number(process.env.BENCH_PG_HELD_TX_MS ?? 0);
 /** Phase 8's systems: all, or those BENCH_PG_HELD_SYSTEMS names (the others' drains then leave the server alone between rounds). */
 const HELD_SYSTEMS = CONTENDERS.filter((kind) => (process.env.BENCH_PG_HELD_SYSTEMS ?? CONTENDERS.join(',')).split(',').includes(kind));
 const EXPLAIN = process.env.BENCH_PG_EXPLAIN === '1';
-const DEFAULT_PHASES = ['1', '2', '3', '4', '5', '6', ...(LARGE ? ['7'] : []), ...(HELD_TX_MS > 0 ? ['8'] : []), ...(EXPLAIN ? ['9'] : []), '10'].join(',');
+const DEFAULT_PHASES = ['1', '2', '3', '4', '5', '6', ...(LARGE ? ['7'] : []), ...(HELD_TX_MS > 0 ? ['8'] : []), ...(EXPLAIN ? ['9'] : []), '10', '11'].join(',');
 const PHASES = new Set((process.env.BENCH_PG_PHASES ?? DEFAULT_PHASES).split(',').map((phase) => Number(phase.trim())));
 
 const SETTINGS = {
@@ -65,6 +69,12 @@ const SETTINGS = {
   drainCount: QUICK ? 10_000 : 100_000,
   workerCounts: [1, 2],
   concurrency: 100,
+  /**
+   * Phase 11: handlers in flight per worker process for the transactional drain. Each holds a connection of the
+   * driver's handler pool (sized for them) for its run: 50 keeps two workers' (2 x (50 + the driver's 10)) and
+   * the bench's own connections within max_connections.
+   */
+  txConcurrency: 50,
   claimBatch: 100,
   latenessCount: QUICK ? 100 : 400,
   latenessSpreadMs: QUICK ? 5_000 : 20_000,
@@ -434,8 +444,8 @@ function runStats(reports: readonly WorkerReport[], expected: number, prefix: st
   };
 }
 
-function workerConfig(kind: PgContender, url: string, zeroOffset = false): PgWorkerConfig {
-  return { kind, url, concurrency: SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, zeroOffset };
+function workerConfig(kind: PgContender, url: string, zeroOffset = false, transactional = false): PgWorkerConfig {
+  return { kind, url, concurrency: transactional ? SETTINGS.txConcurrency : SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, zeroOffset, transactional };
 }
 
 async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
@@ -450,6 +460,8 @@ async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
 
 interface DrainResult {
   readonly kind: PgContender;
+  /** nestjs-delay with transactional handlers, one INSERT each (phase 11). */
+  readonly transactional: boolean;
   readonly workers: number;
   readonly loadRate: number;
   readonly stats: RunStats;
@@ -457,15 +469,20 @@ interface DrainResult {
   readonly left: number;
   readonly statements: Awaited<ReturnType<Bench['topStatements']>>;
   readonly sizesAfter?: Awaited<ReturnType<Bench['schemaBytes']>>;
+  /** Transactional drains: the rows the handlers' committed transactions left in SINK_TABLE, and how many distinct keys. */
+  readonly sink?: { readonly rows: number; readonly keys: number };
 }
 
-async function runDrain(bench: Bench, kind: PgContender, workers: number, count = SETTINGS.drainCount, prefix = 'drain'): Promise<DrainResult> {
+async function runDrain(bench: Bench, kind: PgContender, workers: number, count = SETTINGS.drainCount, prefix = 'drain', transactional = false): Promise<DrainResult> {
+  if (transactional && kind !== 'delay') throw new Error('only nestjs-delay has transactional handlers');
   await bench.reset(kind);
+  if (transactional) await bench.admin.query(`CREATE TABLE IF NOT EXISTS ${SINK_TABLE} (key text NOT NULL); TRUNCATE ${SINK_TABLE}`);
   const atMs = Date.now();
   const loadRate = await bench.load(kind, prefix, count, () => atMs);
   await bench.vacuumAnalyze(SCHEMAS[kind]);
+  if (transactional) await bench.admin.query(`VACUUM ANALYZE ${SINK_TABLE}`);
   await bench.resetStatements();
-  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
+  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url, false, transactional), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
   try {
     const deadline = Date.now() + Math.max(120_000, count * 2);
     await pool.waitForDone(count, deadline);
@@ -473,11 +490,17 @@ async function runDrain(bench: Bench, kind: PgContender, workers: number, count 
     const stats = runStats(await pool.reports(), count, prefix);
     const statements = await bench.topStatements(6);
     const left = await leftRows(bench, kind);
-    const sizesAfter = kind === 'delay' ? await bench.schemaBytes(SCHEMAS.delay) : undefined;
-    return { kind, workers, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter };
+    const sizesAfter = kind === 'delay' && !transactional ? await bench.schemaBytes(SCHEMAS.delay) : undefined;
+    const sink = transactional ? await sinkRows(bench) : undefined;
+    return { kind, transactional, workers, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter, sink };
   } finally {
     await pool.stop();
   }
+}
+
+async function sinkRows(bench: Bench): Promise<{ rows: number; keys: number }> {
+  const { rows } = await bench.admin.query<{ rows: number; keys: number }>(`SELECT count(*)::int AS rows, count(DISTINCT key)::int AS keys FROM ${SINK_TABLE}`);
+  return { rows: rows[0]?.rows ?? 0, keys: rows[0]?.keys ?? 0 };
 }
 
 interface LatenessResult {
@@ -818,7 +841,33 @@ async function explainAlongDrain(bench: Bench, claim: string): Promise<string[]>
 const MB = 2 ** 20;
 
 function drainLabel(result: DrainResult): string {
-  return contenderLabel(result.kind);
+  return result.transactional ? `${contenderLabel(result.kind)}, transactional + 1 INSERT` : contenderLabel(result.kind);
+}
+
+/** Phase 11: each drain beside the plain nestjs-delay drain and graphile-worker's with as many workers. */
+function transactionalDrainTable(drains: readonly DrainResult[]): string {
+  const rows = drains.map((result) => {
+    const plain = drains.find((other) => other.kind === 'delay' && !other.transactional && other.workers === result.workers);
+    const graphile = drains.find((other) => other.kind === 'graphile' && other.workers === result.workers);
+    const { stats } = result;
+    return [
+      `${result.workers}`,
+      drainLabel(result),
+      result.transactional ? `${SETTINGS.txConcurrency}` : `${SETTINGS.concurrency}`,
+      fmt(result.rate),
+      plain && result !== plain ? ratio(result.rate / plain.rate) : '',
+      graphile && result !== graphile ? ratio(result.rate / graphile.rate) : '',
+      `${stats.lost} / ${stats.duplicates}`,
+      result.sink ? `${fmt(result.sink.rows)} (${fmt(result.sink.keys)} keys)` : '',
+      fmt(stats.workerCpuMicros / Math.max(1, stats.runs), 0),
+      fmt(result.left),
+    ];
+  });
+  return markdownTable(
+    ['workers', 'system', 'handlers in flight per worker', 'actions/s', 'x plain nestjs-delay drain', 'x graphile-worker', 'lost / duplicated', 'sink rows committed', 'worker CPU µs/action', 'left pending'],
+    rows,
+    [true, false, true, true, true, true, true, true, true, true],
+  );
 }
 
 function drainTable(drains: readonly DrainResult[], floors: readonly FloorDrain[]): string {
@@ -942,7 +991,7 @@ function verdicts(
     lines.push(`- schedule with ${SETTINGS.inFlight} in flight: ${fmt(ours)}/s = ${ratio(ours / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours >= 2 * best)}`);
   }
   for (const workers of SETTINGS.workerCounts) {
-    const ours = drains.find((result) => result.kind === 'delay' && result.workers === workers);
+    const ours = drains.find((result) => result.kind === 'delay' && !result.transactional && result.workers === workers);
     if (ours === undefined) continue;
     const best = Math.max(...drains.filter((result) => result.kind !== 'delay' && result.workers === workers).map((result) => result.rate));
     lines.push(`- drain, ${workers} worker(s): ${fmt(ours.rate)}/s = ${ratio(ours.rate / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours.rate >= 2 * best)}`);
@@ -954,6 +1003,18 @@ function verdicts(
       );
     }
     lines.push(`- drain, ${workers} worker(s), nestjs-delay lost / duplicated: ${ours.stats.lost} / ${ours.stats.duplicates} (target 0 / 0): ${mark(ours.stats.lost === 0 && ours.stats.duplicates === 0)}`);
+  }
+  for (const workers of SETTINGS.workerCounts) {
+    const tx = drains.find((result) => result.transactional && result.workers === workers);
+    const plain = drains.find((result) => result.kind === 'delay' && !result.transactional && result.workers === workers);
+    if (tx === undefined || plain === undefined) continue;
+    const graphile = drains.find((result) => result.kind === 'graphile' && result.workers === workers);
+    const sinkWhole = tx.sink !== undefined && tx.sink.rows === SETTINGS.drainCount && tx.sink.keys === SETTINGS.drainCount;
+    lines.push(
+      `- transactional drain (+1 INSERT each), ${workers} worker(s): ${fmt(tx.rate)}/s = ${ratio(tx.rate / plain.rate)} the plain drain's ${fmt(plain.rate)}/s (target >= 0.5x): ${mark(tx.rate >= 0.5 * plain.rate)}` +
+        (graphile ? `; = ${ratio(tx.rate / graphile.rate)} graphile-worker's ${fmt(graphile.rate)}/s` : ''),
+    );
+    lines.push(`- transactional drain, ${workers} worker(s): ${tx.sink?.rows ?? 'no'} sink rows for ${fmt(SETTINGS.drainCount)} actions, lost / duplicated ${tx.stats.lost} / ${tx.stats.duplicates} (target: one row per action): ${mark(sinkWhole && tx.stats.lost === 0)}`);
   }
   const late = lateness.find((result) => result.kind === 'delay' && !result.zeroOffset);
   const lateWhatIf = lateness.find((result) => result.zeroOffset);
@@ -1125,6 +1186,24 @@ async function main(): Promise<void> {
           ),
         );
       }
+    }
+
+    if (PHASES.has(11)) {
+      // The plain drain and graphile-worker's of this run: phase 4's when it ran, else measured here, the same way.
+      const txDrains: DrainResult[] = [];
+      for (const workers of SETTINGS.workerCounts) {
+        for (const kind of ['graphile', 'delay'] as const) {
+          txDrains.push(drains.find((result) => result.kind === kind && result.workers === workers) ?? (await runDrain(bench, kind, workers)));
+        }
+        txDrains.push(await runDrain(bench, 'delay', workers, SETTINGS.drainCount, 'drain', true));
+      }
+      drains.push(...txDrains.filter((result) => !drains.includes(result)));
+      console.log(
+        `\n## 11. Transactional drain: ${fmt(SETTINGS.drainCount)} due actions, consumed by 1 then 2 worker processes whose handler is \`transactional: true\` and inserts one row into ${SINK_TABLE} through context.transaction (the run's transaction on the driver's own connection, committed with the action's completion); beside the plain drain (no-op handlers, completions acked in batches) and graphile-worker's, in this run\n`,
+      );
+      console.log(transactionalDrainTable(txDrains));
+      console.log('\nServer time by statement during each drain (pg_stat_statements, top 4; a commit\'s WAL flush is not in it):\n');
+      console.log(statementsTable(txDrains));
     }
 
     if (PHASES.has(5)) {

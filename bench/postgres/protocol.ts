@@ -9,6 +9,9 @@ export const NAME = 'bench';
 /** The schemas of each system, on the bench's one database. */
 export const SCHEMAS = { delay: 'nestjs_delay', pgboss: 'pgboss', graphile: 'graphile_worker', bare: 'bare' } as const;
 
+/** Phase 11: the table each transactional handler inserts its one row into, through `context.transaction`. */
+export const SINK_TABLE = 'public.bench_sink';
+
 export type PgContender = 'delay' | 'pgboss' | 'graphile';
 
 export const CONTENDERS: readonly PgContender[] = ['pgboss', 'graphile', 'delay'];
@@ -31,4 +34,9 @@ export interface PgWorkerConfig {
    * statement's send (a what-if: what a perfect estimate would give).
    */
   readonly zeroOffset?: boolean;
+  /**
+   * nestjs-delay only: the handler is `transactional: true` (each run one transaction of the driver's own
+   * connection with the action's completion) and inserts one row into SINK_TABLE through `context.transaction`.
+   */
+  readonly transactional?: boolean;
 }

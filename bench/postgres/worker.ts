@@ -13,6 +13,11 @@
 // at each system's default: pg-boss 2 s (no NOTIFY: queues are created with
 // notify false and the instance with useListenNotify false), graphile-worker
 // 2 s (NOTIFY on insert of a job that is due at once only).
+//
+// `transactional` (nestjs-delay, phase 11): the handler is marked
+// `transactional: true` and inserts one row into SINK_TABLE through
+// `context.transaction` (the `pg` client of the run's transaction, which the
+// driver opens on a pool of its own sized for `concurrency`).
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -20,7 +25,8 @@ import { Logger, run } from 'graphile-worker';
 import { PgBoss } from 'pg-boss';
 import { DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
 import type { DelayContext } from 'nestjs-delay';
-import { NAME, SCHEMAS } from './protocol';
+import type { PoolClient } from 'pg';
+import { NAME, SCHEMAS, SINK_TABLE } from './protocol';
 import type { BenchPayload, PgWorkerConfig } from './protocol';
 import { Recorder } from '../redis/recorder';
 import { serveWorker } from '../redis/serve-worker';
@@ -44,9 +50,20 @@ class BenchHandler {
   }
 }
 
+@Injectable()
+class TransactionalBenchHandler {
+  @OnDelayExpired(NAME, { concurrency: config.concurrency, attempts: 1, transactional: true })
+  async onExpired(context: DelayContext<BenchPayload>): Promise<void> {
+    if (context.payload === undefined) throw new Error(`no payload under ${context.key}`);
+    const client = context.transaction as PoolClient;
+    await client.query(`INSERT INTO ${SINK_TABLE} (key) VALUES ($1)`, [context.payload.key]);
+    recorder.run(context.payload.key, context.payload.dueAt);
+  }
+}
+
 @Module({
   imports: [DelayModule.forRoot({ driver: { type: 'postgres', connectionString: config.url, schema: SCHEMAS.delay, claimBatch: config.claimBatch } })],
-  providers: [BenchHandler],
+  providers: [config.transactional === true ? TransactionalBenchHandler : BenchHandler],
 })
 class WorkerModule {}
 

@@ -9,6 +9,7 @@ import { UserPresenceEntity } from '../presence/user-presence.entity';
 import { ReceivedBatchEntity } from '../receiver/received-batch.entity';
 import { CreateShopSchema1764130000000 } from './migrations/1764130000000-create-shop-schema';
 import { AddMerchantDigests1795650000000 } from './migrations/1795650000000-add-merchant-digests';
+import { AddLoyaltyLedger1796200000000 } from './migrations/1796200000000-add-loyalty-ledger';
 
 export const SHOP_ENTITIES = [
   MerchantEntity,
@@ -23,4 +24,4 @@ export const SHOP_ENTITIES = [
 ];
 
 /** In the order they run; TypeORM records each in its `migrations` table and runs only the new ones at startup. */
-export const SHOP_MIGRATIONS = [CreateShopSchema1764130000000, AddMerchantDigests1795650000000];
+export const SHOP_MIGRATIONS = [CreateShopSchema1764130000000, AddMerchantDigests1795650000000, AddLoyaltyLedger1796200000000];

@@ -1,16 +1,16 @@
 import { Module } from '@nestjs/common';
 import { CatalogueModule } from '../catalogue/catalogue.module';
-import { AutoRateHandler } from './auto-rate.handler';
+import { LoyaltyModule } from '../loyalty/loyalty.module';
 import { OrderEventBus } from './order-event.bus';
+import { ORDER_HANDLER_PROVIDERS } from './order-handlers.providers';
 import { OrdersController } from './orders.controller';
 import { OrdersRepository } from './orders.repository';
 import { OrdersService } from './orders.service';
-import { UnpaidOrderHandler } from './unpaid-order.handler';
 
 @Module({
-  imports: [CatalogueModule],
+  imports: [CatalogueModule, LoyaltyModule],
   controllers: [OrdersController],
-  providers: [OrdersRepository, OrdersService, OrderEventBus, UnpaidOrderHandler, AutoRateHandler],
+  providers: [OrdersRepository, OrdersService, OrderEventBus, ...ORDER_HANDLER_PROVIDERS],
   exports: [OrderEventBus],
 })
 export class OrdersModule {}

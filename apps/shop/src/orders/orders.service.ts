@@ -5,6 +5,7 @@ import { DelayClock, DelayService } from 'nestjs-delay';
 import { CatalogueService } from '../catalogue/catalogue.service';
 import { StockLine } from '../catalogue/stock-line';
 import { NotFoundError } from '../common/errors/not-found.error';
+import { LoyaltyLedgerRepository } from '../loyalty/loyalty-ledger.repository';
 import { shopConfig } from '../config/shop.config';
 import { ShopConfig } from '../config/shop-config.interface';
 import { Order, OrderLine, OrderStatus } from './order';
@@ -29,8 +30,17 @@ export interface PlaceOrder {
  * order does not exist, which its handler ignores.
  *
  * The handlers lock the order and check its state before they act, so one
- * that runs late, twice, or after the thing it was meant to prevent does
- * nothing.
+ * that runs late, or after the thing it was meant to prevent, does nothing.
+ * On the postgres driver they run transactional (order-handlers.providers.ts):
+ * what they write commits with the action's completion, so a run is never
+ * repeated after its writes committed. On the wheel and Redis it can be (a
+ * crash between the commit and the completion), and the status check is
+ * then what makes the repeat do nothing.
+ *
+ * pay and rate disarm the action before they lock the order: a
+ * transactional run holds its action's row from its first statement and
+ * then locks the order, so taking the two in the same order means a payment
+ * racing the run waits for it instead of deadlocking with it.
  */
 @Injectable()
 export class OrdersService {
@@ -39,6 +49,7 @@ export class OrdersService {
   constructor(
     private readonly orders: OrdersRepository,
     private readonly catalogue: CatalogueService,
+    private readonly loyalty: LoyaltyLedgerRepository,
     private readonly delay: DelayService,
     private readonly events: OrderEventBus,
     private readonly clock: DelayClock,
@@ -84,8 +95,8 @@ export class OrdersService {
   /** Marks the order paid and disarms its `order.unpaid` action, together. */
   @Transactional()
   async pay(id: string): Promise<Order> {
-    const order = await this.move(await this.locked(id), 'paid', { paidAt: this.now() });
     await this.delay.cancel(ORDER_UNPAID, id);
+    const order = await this.move(await this.locked(id), 'paid', { paidAt: this.now() });
     await this.publish('order.paid', order);
     return order;
   }
@@ -109,8 +120,8 @@ export class OrdersService {
 
   @Transactional()
   async rate(id: string, stars: number): Promise<Order> {
-    const order = await this.move(await this.locked(id), 'rated', { rating: { stars, by: 'buyer', at: this.now() } });
     await this.delay.cancel(ORDER_AUTO_RATE, id);
+    const order = await this.move(await this.locked(id), 'rated', { rating: { stars, by: 'buyer', at: this.now() } });
     await this.publish('order.rated', order);
     return order;
   }
@@ -134,7 +145,11 @@ export class OrdersService {
     this.logger.log(`Order "${id}" cancelled: unpaid since ${order.createdAt}`);
   }
 
-  /** The `order.auto-rate` action: 5 stars for a delivered order its buyer has not rated. */
+  /**
+   * The `order.auto-rate` action: 5 stars for a delivered order its buyer
+   * has not rated, and the buyer's loyalty credit for it (a ledger row: not
+   * idempotent, written once per run that gets this far).
+   */
   @Transactional()
   async rateIfUnrated(id: string): Promise<void> {
     const order = await this.orders.findByIdForUpdate(id);
@@ -142,9 +157,12 @@ export class OrdersService {
       this.logger.debug(`Auto-rating of order "${id}" ignored: ${order ? order.status : 'no such order'}`);
       return;
     }
-    const rated = await this.move(order, 'rated', { rating: { stars: 5, by: 'auto', at: this.now() } });
+    const at = this.now();
+    const rated = await this.move(order, 'rated', { rating: { stars: 5, by: 'auto', at } });
+    const points = loyaltyPoints(order.totalCents);
+    await this.loyalty.credit({ buyerId: order.buyerId, orderId: id, points, reason: 'order.auto-rated', creditedAt: at });
     await this.publish('order.rated', rated);
-    this.logger.log(`Order "${id}" rated 5 stars: not rated since delivery at ${order.deliveredAt ?? '?'}`);
+    this.logger.log(`Order "${id}" rated 5 stars: not rated since delivery at ${order.deliveredAt ?? '?'}; ${points} loyalty point(s) credited to "${order.buyerId}"`);
   }
 
   /** The order, locked until the transaction ends. */
@@ -174,4 +192,9 @@ export class OrdersService {
   private now(): string {
     return new Date(this.clock.now()).toISOString();
   }
+}
+
+/** One point per whole 100 cents of the order, at least one. */
+function loyaltyPoints(totalCents: number): number {
+  return Math.max(1, Math.floor(totalCents / 100));
 }
