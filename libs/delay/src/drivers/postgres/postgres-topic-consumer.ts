@@ -169,11 +169,9 @@ export class PostgresTopicConsumer {
     if (this.resumeAt === null) this.scanFromStart = true;
     this.notified = true;
     if (this.claiming || this.notifiedTimer) return;
-    const wait = this.lastNotifiedClaimAt + this.notifiedGapMs - Date.now();
-    if (wait <= 0) {
-      void this.claim();
-      return;
-    }
+    // At least a millisecond, as a wake with a due time always had: the notification is read as the write that sent it
+    // commits, and the writer's own reply (and what its caller does next) comes first.
+    const wait = Math.max(1, this.lastNotifiedClaimAt + this.notifiedGapMs - Date.now());
     this.notifiedTimer = setTimeout(() => {
       this.notifiedTimer = undefined;
       if (this.notified) void this.claim();
