@@ -8,6 +8,7 @@
 //
 //   npm run bench:postgres
 //   BENCH_PG_QUICK=1 npm run bench:postgres      (a smoke run, figures not comparable)
+//   BENCH_RESULTS_DIR=<dir> ...                  (the headline figures to <dir>/postgres.json, not bench/results)
 //   BENCH_PG_PHASES=4,5 npm run bench:postgres   (only some phases)
 //   BENCH_PG_LARGE=1 npm run bench:postgres      (adds 1M pending for bytes per action, and the 1M bloat phase)
 //   BENCH_PG_HELD_TX_MS=120000 npm run bench:postgres (adds the drain with a transaction held open that long)
@@ -42,7 +43,7 @@ import { driverStatementsModule } from './postgres/driver-statements';
 import { BareProducer, DelayPgProducer, GraphileProducer, PgBossProducer } from './postgres/producers';
 import type { PgItem, PgProducer } from './postgres/producers';
 import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS, SINK_TABLE } from './postgres/protocol';
-import { updateResults } from './results';
+import { recordResults } from './results';
 import type { Bar, BarsRow, ResultsUpdate } from './results';
 import type { PgContender, PgWorkerConfig, WorkerReport } from './postgres/protocol';
 import { WorkerPool } from './redis/worker-pool';
@@ -1105,7 +1106,7 @@ async function main(): Promise<void> {
   const loadAtStart = fmt(loadavg()[0], 2);
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
-  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_HELD_SYSTEMS', 'BENCH_PG_EXPLAIN', 'BENCH_PG_CPU_PROF'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_HELD_SYSTEMS', 'BENCH_PG_EXPLAIN', 'BENCH_PG_CPU_PROF', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
   const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
 
   const server = await BenchPostgresServer.start(['max_connections=200', 'shared_preload_libraries=pg_stat_statements']);
@@ -1295,12 +1296,7 @@ async function main(): Promise<void> {
     console.log('\n## Targets\n');
     console.log(verdicts(rates, drains, floors, lateness, sizes, besideHeld).join('\n'));
     console.log(`- machine load average (1 min) at start / end: ${loadAtStart} / ${fmt(loadavg()[0], 2)}`);
-    if (QUICK) {
-      console.log('\nQUICK run: bench/results/postgres.json left as it was.');
-    } else {
-      const written = updateResults('postgres', postgresResults(rates, drains, lateness, sizes, `one run (${command}), load average ${loadAtStart} at the start`));
-      if (written) console.log(`\nThe headline figures of this run are in ${relative(process.cwd(), written)}; redraw the charts with npm run docs:charts.`);
-    }
+    recordResults('postgres', !QUICK, () => postgresResults(rates, drains, lateness, sizes, `one run (${command}), load average ${loadAtStart} at the start`));
     console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s`);
   } catch (error) {
     console.error(error);

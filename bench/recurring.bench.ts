@@ -7,6 +7,10 @@
 //   npm run bench:recurring
 //   BENCH_RECURRING_QUICK=1 npm run bench:recurring     (a smoke run, figures not comparable)
 //   BENCH_RECURRING_PHASES=3,4 npm run bench:recurring  (only some phases; 4 needs 3)
+//   BENCH_RESULTS_DIR=<dir> ...                         (the headline figures to <dir>/recurring.json, not bench/results)
+//
+// A run that is not QUICK writes the headline figures of the phases it ran
+// into bench/results/recurring.json (bench/results.ts).
 //
 // Phases: (1) schedules created per second, one awaited at a time and 100 in
 // flight; (2) firing lateness of 10,000 schedules due at the same minute
@@ -27,6 +31,8 @@ import { pump } from './redis/pump';
 import { allKeys, keyBytes, parseInfo, ServerWork, usedMemory } from './redis/redis-stats';
 import { BenchRedisServer } from './redis/redis-server';
 import { WorkerPool } from './redis/worker-pool';
+import { recordResults } from './results';
+import type { RatioRow, ResultsUpdate } from './results';
 import { parseOccurrenceId, RECURRING_QUEUE, RECURRING_TOPIC } from './recurring/protocol';
 import type { RecurringWorkerConfig } from './recurring/protocol';
 import { BullmqRecurringScheduler, DelayRecurringScheduler } from './recurring/schedulers';
@@ -158,6 +164,10 @@ function creationTable(results: readonly CreateResult[]): string {
 }
 
 // ---- phase 2: firing lateness ----------------------------------------------
+
+/** The two lateness cases of the headline ratio. */
+const LATENESS_BULLMQ = 'BullMQ';
+const LATENESS_DELAY = 'nestjs-delay, no jitter (the default)';
 
 interface LatenessCase {
   readonly label: string;
@@ -501,6 +511,36 @@ function sizeOf(results: readonly FootprintResult[]): string {
   return fmt(results[0]?.count ?? 0);
 }
 
+// ---- results ---------------------------------------------------------------
+
+/**
+ * This run's headline comparisons with BullMQ, for bench/results/recurring.json
+ * (rows of the phases that ran; labels as in the file, whose sizes are those
+ * of a full run). The lateness row holds two figures of the one
+ * run, the p50 and the p99 ratio (nestjs-delay without jitter), as the
+ * summary gives them.
+ */
+function recurringResults(creation: readonly CreateResult[], lateness: readonly LatenessResult[], footprints: readonly FootprintResult[], runs: string): ResultsUpdate {
+  const rows: RatioRow[] = [];
+  const round = (value: number): number => Math.round(value * 100) / 100;
+  const push = (label: string, values: readonly number[], better: 'higher' | 'lower'): void => {
+    if (values.length > 0 && values.every((value) => Number.isFinite(value))) rows.push({ label, runs: values.map(round), better });
+  };
+  const bull = lateness.find((result) => result.label === LATENESS_BULLMQ);
+  const ours = lateness.find((result) => result.label === LATENESS_DELAY);
+  if (bull && ours) push('lateness at one minute boundary, 10,000 schedules', [ours.p50 / bull.p50, ours.p99 / bull.p99], 'lower');
+  const footprint = (kind: ContenderKind): FootprintResult | undefined => footprints.find((result) => result.kind === kind);
+  const ourFootprint = footprint('delay');
+  const bullFootprint = footprint('bullmq');
+  if (ourFootprint?.idle && bullFootprint?.idle) push('CPU of an idle worker', [ourFootprint.idle.workerMs / bullFootprint.idle.workerMs], 'lower');
+  if (ourFootprint && bullFootprint) push('bytes per schedule at 100,000', [ourFootprint.bytesPerSchedule / bullFootprint.bytesPerSchedule], 'lower');
+  const created = (kind: ContenderKind): CreateResult | undefined => creation.find((result) => result.kind === kind && result.inFlight === SETTINGS.inFlight);
+  const ourCreation = created('delay');
+  const bullCreation = created('bullmq');
+  if (ourCreation && bullCreation) push('creation, 100 in flight', [median(ourCreation.rates) / median(bullCreation.rates)], 'higher');
+  return { runs, rows: { 'recurring-vs-bullmq': rows } };
+}
+
 // ---- main ----------------------------------------------------------------
 
 const WORKER_SCRIPT = `${__dirname}/recurring/worker.js`;
@@ -511,9 +551,10 @@ function versionOf(name: string): string {
 
 async function main(): Promise<void> {
   const startedAt = performance.now();
+  const loadAtStart = loadAverage();
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
-  const overrides = ['BENCH_RECURRING_QUICK', 'BENCH_RECURRING_PHASES'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const overrides = ['BENCH_RECURRING_QUICK', 'BENCH_RECURRING_PHASES', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
   const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
 
   const server = await BenchRedisServer.start();
@@ -527,14 +568,18 @@ async function main(): Promise<void> {
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
     console.log(`- node ${process.version}; bullmq ${versionOf('bullmq')}, ioredis ${versionOf('ioredis')}`);
     console.log(`- redis-server ${serverInfo.get('redis_version')}, spawned on a free port, no persistence`);
-    console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average ${loadAverage()}`);
+    console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average ${loadAtStart}`);
     console.log(
       `- schedules: cron, UTC, payload {"userId": key} for both; nestjs-delay defaults (missed 'once', overlap 'skip', no jitter unless said), BullMQ upsertJobScheduler({ pattern, tz }); workers: 1 process, concurrency ${SETTINGS.concurrency}, BullMQ removeOnComplete {count: 0}`,
     );
     console.log('');
 
+    let creation: CreateResult[] = [];
+    const lateness: LatenessResult[] = [];
+    const footprints: FootprintResult[] = [];
+
     if (PHASES.has(1)) {
-      const creation = await measureCreation(bench, [bullmq, delay]);
+      creation = await measureCreation(bench, [bullmq, delay]);
       console.log(`## 1. Schedules created per second (${fmt(SETTINGS.createCount)} per round, ${SETTINGS.createRounds} interleaved rounds, each from an empty database)\n`);
       console.log(creationTable(creation));
       console.log('');
@@ -542,11 +587,10 @@ async function main(): Promise<void> {
 
     if (PHASES.has(2)) {
       const cases: LatenessCase[] = [
-        { label: 'BullMQ', scheduler: bullmq, jitterMs: 0 },
-        { label: 'nestjs-delay, no jitter (the default)', scheduler: delay, jitterMs: 0 },
+        { label: LATENESS_BULLMQ, scheduler: bullmq, jitterMs: 0 },
+        { label: LATENESS_DELAY, scheduler: delay, jitterMs: 0 },
         { label: `nestjs-delay, jitter ${SETTINGS.jitterMs / 1000} s (lateness from each one's jittered due time)`, scheduler: delay, jitterMs: SETTINGS.jitterMs },
       ];
-      const lateness: LatenessResult[] = [];
       for (const testCase of cases) {
         const result = await measureLateness(bench, testCase);
         console.log(`  ${testCase.label}: created in ${fmt(result.createSeconds, 1)} s, due at ${new Date(result.boundary).toISOString()}`);
@@ -558,7 +602,6 @@ async function main(): Promise<void> {
     }
 
     if (PHASES.has(3)) {
-      const footprints: FootprintResult[] = [];
       for (const scheduler of [bullmq, delay]) {
         const footprint = await measureFootprint(bench, scheduler);
         console.log(`  ${LABEL[scheduler.kind]}: ${fmt(footprint.count)} schedules created in ${fmt(footprint.createSeconds, 1)} s, ${fmt(footprint.bytesPerSchedule)} B each`);
@@ -577,7 +620,8 @@ async function main(): Promise<void> {
       }
       console.log('');
     }
-    console.log(`Done in ${fmt((performance.now() - startedAt) / 1000)} s; load average ${loadAverage()}.`);
+    recordResults('recurring', !QUICK, () => recurringResults(creation, lateness, footprints, `one run (${command}), load average ${loadAtStart.split(' / ')[0]} at the start`));
+    console.log(`\nDone in ${fmt((performance.now() - startedAt) / 1000)} s; load average ${loadAverage()}.`);
   } finally {
     await delay.close();
     await bullmq.close();

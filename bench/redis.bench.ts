@@ -8,6 +8,10 @@
 //   BENCH_REDIS_QUICK=1 npm run bench:redis        (a smoke run, figures not comparable)
 //   BENCH_REDIS_CPU_PROF=<dir> npm run bench:redis (--cpu-prof for every worker process)
 //   BENCH_REDIS_PHASES=4,5 npm run bench:redis     (only some phases)
+//   BENCH_RESULTS_DIR=<dir> ...                    (the headline figures to <dir>/redis.json, not bench/results)
+//
+// A run that is not QUICK writes the headline figures of the phases it ran
+// into bench/results/redis.json (bench/results.ts).
 //
 // Phases: (1) schedule, one client awaiting each; (2) the ceiling, schedule
 // with 100 in flight against BullMQ add with 100 in flight, scheduleMany
@@ -33,6 +37,8 @@ import { allKeys, commandStats, keyBytes, parseInfo, ServerWork, usedMemory } fr
 import type { CommandStat } from './redis/redis-stats';
 import { WorkerPool } from './redis/worker-pool';
 import { pump } from './redis/pump';
+import { recordResults } from './results';
+import type { RatioRow, ResultsUpdate } from './results';
 import { fmt, markdownTable, median, quantile, xorshift32 } from './support';
 
 const QUICK = process.env.BENCH_REDIS_QUICK === '1';
@@ -731,6 +737,39 @@ function loadAverage(): string {
   return fmt(loadavg()[0], 2);
 }
 
+/**
+ * This run's headline comparisons with BullMQ, for bench/results/redis.json
+ * (rows of the phases that ran): the paired per-round rate ratios of phase 2,
+ * the burst rates of phase 4 and the memory of phase 3 (labels as in the
+ * file, whose sizes are those of a full run).
+ */
+function redisResults(concurrent: readonly RateResult[], memory: readonly MemoryResult[], bursts: readonly BurstSummary[], runs: string): ResultsUpdate {
+  const rows: RatioRow[] = [];
+  const push = (label: string, value: number, target: number, better: 'higher' | 'lower'): void => {
+    if (Number.isFinite(value)) rows.push({ label, runs: [Math.round(value * 100) / 100], target, better });
+  };
+  const pairOf = (ours: string, base: string): number => {
+    const a = concurrent.find((result) => result.id === ours);
+    const b = concurrent.find((result) => result.id === base);
+    return a && b ? pairedRatio(a, b) : NaN;
+  };
+  push('scheduleMany against addBulk', pairOf('delay-bulk', 'bullmq'), 3, 'higher');
+  push('schedule, 100 in flight, against add', pairOf('delay', 'bullmq-add'), 2.5, 'higher');
+  for (const workers of SETTINGS.workerCounts) {
+    const ours = bursts.find((result) => result.kind === 'delay' && result.workers === workers);
+    const theirs = bursts.find((result) => result.kind === 'bullmq' && result.workers === workers);
+    push(`burst of 20k, ${workers} worker process${workers === 1 ? '' : 'es'}`, ours && theirs ? ours.rate / theirs.rate : NaN, 3, 'higher');
+  }
+  const ourMemory = memory.find((result) => result.id === 'delay');
+  const theirMemory = memory.find((result) => result.id === 'bullmq');
+  push('memory per pending action', ourMemory && theirMemory ? ourMemory.bytesPerAction / theirMemory.bytesPerAction : NaN, 0.4, 'lower');
+  const bytes =
+    ourMemory && theirMemory
+      ? { label: `redis, ${PAYLOAD_BYTES} B payload`, ours: Math.round(ourMemory.bytesPerAction), peers: { BullMQ: Math.round(theirMemory.bytesPerAction) } }
+      : undefined;
+  return { runs, rows: { 'redis-vs-bullmq': rows }, ...(bytes ? { memory: bytes } : {}) };
+}
+
 // ---- main ----------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -738,7 +777,7 @@ async function main(): Promise<void> {
   const loadAtStart = loadAverage();
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
-  const overrides = ['BENCH_REDIS_QUICK', 'BENCH_REDIS_PHASES', 'BENCH_REDIS_CPU_PROF'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const overrides = ['BENCH_REDIS_QUICK', 'BENCH_REDIS_PHASES', 'BENCH_REDIS_CPU_PROF', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
   const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
   const bullmqVersion = (JSON.parse(readFileSync(require.resolve('bullmq/package.json'), 'utf8')) as { version: string }).version;
   const ioredisVersion = (JSON.parse(readFileSync(require.resolve('ioredis/package.json'), 'utf8')) as { version: string }).version;
@@ -835,6 +874,7 @@ async function main(): Promise<void> {
     console.log('\n## Targets (DESIGN.md)\n');
     console.log(verdicts(sequential, concurrent, memory, bursts, steady).join('\n'));
     console.log(`- machine load average (1 min) at start / end: ${loadAtStart} / ${loadAverage()}`);
+    recordResults('redis', !QUICK, () => redisResults(concurrent, memory, bursts, `one run (${command}), load average ${loadAtStart} at the start`));
     console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s`);
   } finally {
     await bench.close();

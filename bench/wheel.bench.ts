@@ -5,8 +5,13 @@
 // by side in one process, at 10k, 100k and 1M pending actions.
 //
 //   npm run bench:wheel
+//   BENCH_WHEEL_QUICK=1 npm run bench:wheel   (a smoke run: 2k and 10k, one round each; figures not comparable)
 //   BENCH_SIZES=10000,100000 npm run bench:wheel   (a quicker run)
 //   BENCH_ONLY=timeout,service npm run bench:wheel   (some rows only)
+//   BENCH_RESULTS_DIR=<dir> ...   (the headline figures to <dir>/wheel.json, not bench/results)
+//
+// A run whose largest size is 1M, not QUICK, writes its headline figures at
+// 1M into bench/results/wheel.json (bench/results.ts); others leave it as it was.
 //
 // bench/wheel-scale.bench.ts measures memory at larger sizes and dispatch.
 //
@@ -23,6 +28,8 @@ import { performance } from 'node:perf_hooks';
 import { DelayModule, DelayService, OnDelayExpired, SystemClock, WheelDriver } from 'nestjs-delay';
 import type { DeliveryOutcome, TimerHandle } from 'nestjs-delay';
 import { HeapTimer } from './indexed-heap';
+import { recordResults } from './results';
+import type { RatioRow, ResultsUpdate } from './results';
 import { collectGarbage, fmt, loadAverage, markdownTable, median, quantile, randomDelays, readMemory, settle, shuffle, sizeLabel, xorshift32 } from './support';
 
 const TOPIC = 'bench.action';
@@ -33,7 +40,10 @@ const MAX_PAST_MS = 86_400_000;
 const SEED = 20_240_601;
 const MIN_DELAY_MS = 1_000;
 const MAX_DELAY_MS = 3_600_000;
-const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
+const QUICK = process.env.BENCH_WHEEL_QUICK === '1';
+const DEFAULT_SIZES = QUICK ? [2_000, 10_000] : [10_000, 100_000, 1_000_000];
+/** The size of the headline figures in bench/results/wheel.json. */
+const HEADLINE_SIZE = 1_000_000;
 /** "Flat" means the 1M per-op cost is at most this multiple of the 10k one, in wall and in CPU time. */
 const FLAT_LIMIT = 1.5;
 /** Timer jitter allowed on top of one tick before a burst counts as late. */
@@ -620,10 +630,12 @@ interface SizeResult {
 }
 
 function opsRounds(count: number): number {
+  if (QUICK) return 1;
   return count <= 10_000 ? 9 : count <= 100_000 ? 3 : 1;
 }
 
 function burstRounds(count: number): number {
+  if (QUICK) return 1;
   return count <= 100_000 ? 3 : 1;
 }
 
@@ -965,24 +977,63 @@ function serviceTargets(results: readonly SizeResult[]): string {
   return lines.join('\n');
 }
 
+/**
+ * This run's headline comparisons at its largest size, for
+ * bench/results/wheel.json: the service-path speed-ups in CPU time, the
+ * burst in callbacks per second (due->all) and the WheelDriver's memory, each
+ * against setTimeout. Rows whose contenders did not run (BENCH_ONLY) are left out.
+ */
+function wheelResults(largest: SizeResult, runs: string): ResultsUpdate {
+  const rows: RatioRow[] = [];
+  const round = (value: number): number => Math.round(value * 100) / 100;
+  const push = (label: string, value: number | undefined, target: number, better: 'higher' | 'lower'): void => {
+    if (value !== undefined && Number.isFinite(value)) rows.push({ label, runs: [round(value)], target, better });
+  };
+  const ops = (id: ContenderId): OpsSample | undefined => largest.ops.get(id);
+  const faster = (ours: ContenderId, base: ContenderId, cpu: (sample: OpsSample) => number): number | undefined => {
+    const a = ops(ours);
+    const b = ops(base);
+    return a && b ? cpu(b) / cpu(a) : undefined;
+  };
+  push('DelayService.schedule, random delays', faster('service', 'timeout', (x) => x.scheduleCpuNs), 4, 'higher');
+  push('DelayService.schedule, one fixed delay', faster('service-fixed', 'timeout-fixed', (x) => x.scheduleCpuNs), 2, 'higher');
+  push('DelayService.cancel, random delays', faster('service', 'timeout', (x) => x.cancelCpuNs), 2, 'higher');
+  push('DelayService.cancel, one fixed delay', faster('service-fixed', 'timeout-fixed', (x) => x.cancelCpuNs), 2, 'higher');
+  const baseBurst = largest.burst.get('timeout');
+  for (const [id, name] of [
+    ['wheel', 'WheelDriver'],
+    ['service', 'DelayService'],
+  ] as const) {
+    const burst = largest.burst.get(id);
+    push(`burst of 1M due at once, ${name}`, burst && baseBurst ? baseBurst.dueToAllMs / burst.dueToAllMs : undefined, 1, 'higher');
+  }
+  const wheel = ops('wheel');
+  const timeout = ops('timeout');
+  push('memory per pending action', wheel && timeout ? wheel.bytes / timeout.bytes : undefined, 0.33, 'lower');
+  const memory = wheel && timeout ? { label: 'wheel at 1M pending', ours: Math.round(wheel.bytes), peers: { setTimeout: Math.round(timeout.bytes) } } : undefined;
+  return { runs, rows: { 'wheel-vs-settimeout': rows }, ...(memory ? { memory } : {}) };
+}
+
 async function main(): Promise<void> {
   const sizes = sizesFromEnv();
   const script = relative(process.cwd(), process.argv[1]);
   const npmScript = process.env.npm_lifecycle_event;
-  const command = `${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
+  const overrides = ['BENCH_WHEEL_QUICK', 'BENCH_SIZES', 'BENCH_ONLY', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
   const startedAt = performance.now();
   console.log('# nestjs-delay wheel benchmark\n');
   console.log(`- date: ${new Date().toISOString()}`);
-  console.log(`- command: ${command}`);
+  console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
   console.log(`- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`);
   console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB`);
-  console.log(`- load average at start: ${loadAverage()} (the machine is shared: other processes compete for the cores)`);
+  const loadAtStart = loadAverage();
+  console.log(`- load average at start: ${loadAtStart} (the machine is shared: other processes compete for the cores)`);
   console.log(`- sizes: ${sizes.map(sizeLabel).join(', ')}; delays ${MIN_DELAY_MS} ms to ${MAX_DELAY_MS} ms, xorshift32 seed ${SEED}`);
   console.log(`- wheel: tickMs ${TICK_MS}, handler concurrency ${CONCURRENCY}; memory counted as heapUsed + arrayBuffers after forced GC`);
   console.log('');
 
   log('warming up...');
-  const warmKeys = Array.from({ length: 20_000 }, (_, i) => `warm:${i}`);
+  const warmKeys = Array.from({ length: QUICK ? 2_000 : 20_000 }, (_, i) => `warm:${i}`);
   await warmUp(warmKeys, randomDelays(warmKeys.length, MIN_DELAY_MS, MAX_DELAY_MS, xorshift32(SEED)));
 
   const results: SizeResult[] = [];
@@ -1006,6 +1057,10 @@ async function main(): Promise<void> {
   console.log(verdicts(results));
   console.log('\n## Service-path targets\n');
   console.log(serviceTargets(results));
+  const largest = results[results.length - 1];
+  const comparable = !QUICK && largest.count === HEADLINE_SIZE;
+  const why = QUICK ? 'QUICK run' : `Largest size ${sizeLabel(largest.count)}, not ${sizeLabel(HEADLINE_SIZE)}`;
+  recordResults('wheel', comparable, () => wheelResults(largest, `one run (${command}), CPU time, load average ${loadAtStart.split(' / ')[0]} at the start`), why);
   console.log(`\ntotal time ${fmt((performance.now() - startedAt) / 1000, 1)} s; load average at the end: ${loadAverage()}`);
 }
 
