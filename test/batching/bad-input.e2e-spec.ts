@@ -86,9 +86,15 @@ describe.each(batchDrivers())('collect: bad input is refused and changes nothing
     const after = await delay.get(T, 'full');
     expect(after?.items).toEqual([...((beforeFull.batch?.items ?? []) as unknown[]), 1]);
     expect(after?.dueAt).toEqual(beforeFull.batch?.dueAt);
-    // The other batches were not touched.
+    // The other batches were not touched. This test makes many calls: on a busy machine the open batch's window
+    // (300 ms) may have ended meanwhile, and then it ran with its own two items, as it should.
     await expect(delay.cancel(T, 'full')).resolves.toBe(true);
-    expect(await state(delay)).toEqual(before);
+    if (booted.recorder.runs.length === 0) expect(await state(delay)).toEqual(before);
+    else {
+      expect(booted.recorder.runs.map((run) => [run.key, run.items])).toEqual([['open', [{ n: 1 }, { n: 2 }]]]);
+      expect(await delay.get(T, 'single')).toEqual((before as { single: unknown }).single);
+      expect(await delay.count(T)).toBe(1);
+    }
     expect(beforeFull.count).toBe(3);
   });
 

@@ -11,7 +11,7 @@ import { buildShop, killShop, ShopProcess, spawnShop } from './shop-process';
  * the order and wrote the buyer's loyalty credit (a ledger row, no unique
  * key), while the run's completion, its last statement, stalls. Nothing of
  * the run may be left: the next process takes the action back when its
- * lease runs out (30 s), runs it again, and the buyer is credited once.
+ * lease runs out (3 s here), runs it again, and the buyer is credited once.
  */
 jest.setTimeout(150_000);
 
@@ -30,7 +30,7 @@ describe('Loyalty crash (e2e): kill -9 of the shop in the middle of a transactio
   });
 
   async function startShop(): Promise<ShopProcess> {
-    running = await spawnShop({ DATABASE_URL: postgres.url, DELAY_DRIVER: 'postgres', AUTO_RATE_AFTER: '1s' });
+    running = await spawnShop({ DATABASE_URL: postgres.url, DELAY_DRIVER: 'postgres', AUTO_RATE_AFTER: '1s', DELAY_LEASE: '3s' });
     return running;
   }
 
@@ -81,7 +81,7 @@ describe('Loyalty crash (e2e): kill -9 of the shop in the middle of a transactio
     expect(await ledgerOf(placed.id)).toEqual([]);
 
     const second = await startShop();
-    // The claim of the dead process is taken back when its lease (30 s) runs out: attempt 2.
+    // The claim of the dead process is taken back when its lease (DELAY_LEASE, 3 s here) runs out: attempt 2.
     await until('the order to be auto-rated after the restart', 60_000, async () => (await statusOf(placed.id)) === 'rated');
     const account = await call<{ balance: number; credits: unknown[] }>(second, 'GET', '/buyers/dora/loyalty');
     await new Promise((resolve) => setTimeout(resolve, 1_000));

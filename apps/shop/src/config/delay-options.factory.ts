@@ -25,11 +25,11 @@ import { ShopConfig } from './shop-config.interface';
  * is a transaction of its own, never a part of one its caller had open.
  */
 export function createDelayOptions(configService: ConfigService<{ shop: ShopConfig }, true>, txHost: TransactionHost<TransactionalAdapterTypeOrm>): DelayModuleOptions {
-  const { delayDriver, databaseUrl, redisUrl, redisPrefix } = configService.get('shop', { infer: true });
+  const { delayDriver, databaseUrl, redisUrl, redisPrefix, delayLeaseMs } = configService.get('shop', { infer: true });
   switch (delayDriver) {
     case 'postgres':
       return {
-        driver: { type: 'postgres', connectionString: databaseUrl },
+        driver: { type: 'postgres', connectionString: databaseUrl, lease: delayLeaseMs },
         transactions: {
           ambient: ambientFromTransactionHost(txHost),
           run: (work) => txHost.withTransaction(Propagation.RequiresNew, () => work(txHost.tx)),
@@ -37,7 +37,7 @@ export function createDelayOptions(configService: ConfigService<{ shop: ShopConf
       };
     case 'redis':
       // An unset prefix is left to the library's default ('delay').
-      return { driver: { type: 'redis', url: redisUrl ?? '', prefix: redisPrefix } };
+      return { driver: { type: 'redis', url: redisUrl ?? '', prefix: redisPrefix, lease: delayLeaseMs } };
     case 'wheel':
       return { driver: { type: 'wheel' } };
   }

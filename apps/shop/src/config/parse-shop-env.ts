@@ -15,6 +15,9 @@ export const SHOP_ENV_DEFAULTS = {
   OFFLINE_AFTER: '30s',
   WEBHOOK_WINDOW: '3s',
   WEBHOOK_MAX_BATCH: '100',
+  // How long a claimed action belongs to an instance (Redis and postgres drivers): a crashed instance's actions run
+  // again this long after their claim, on another instance or after the restart.
+  DELAY_LEASE: '30s',
 } as const;
 
 /**
@@ -35,6 +38,7 @@ export function parseShopEnv(env: Env): ShopConfig {
     autoRateAfterMs: duration(env, 'AUTO_RATE_AFTER', problems),
     offlineAfterMs: duration(env, 'OFFLINE_AFTER', problems),
     webhookWindowMs: duration(env, 'WEBHOOK_WINDOW', problems),
+    delayLeaseMs: duration(env, 'DELAY_LEASE', problems),
     // 1000 is the delay module's default maxBatchItems, which collect refuses to exceed.
     webhookMaxBatch: integer(env, 'WEBHOOK_MAX_BATCH', 1, 1_000, problems),
     webhookAllowedNetworks: allowedNetworks(env, problems),

@@ -21,6 +21,8 @@ export interface ShopConfig {
   readonly autoRateAfterMs: number;
   /** Silence after the last heartbeat before a user is shown offline. */
   readonly offlineAfterMs: number;
+  /** How long a claimed action belongs to an instance (Redis and postgres): a crashed instance's actions run again after it. */
+  readonly delayLeaseMs: number;
   /** How long a merchant's first event waits for others to join its batch. */
   readonly webhookWindowMs: number;
   /** A batch is sent as soon as it holds this many events, window or not. */
