@@ -5,7 +5,7 @@ import { RegisteredHandler } from './delay-handler.registry';
 import { HandlerContext } from './handler-context';
 import { DelayDriver, Delivery } from './interfaces/delay-driver.interface';
 import { withHandlerTransaction } from './transactions/handler-transaction';
-import { sqlStateOf } from './transactions/sql-state';
+import { isConnectionState, sqlStateOf } from './transactions/sql-state';
 import { TransactionBinder } from './transactions/transaction-binder';
 
 /** How a transactional run ended without a throw: committed with its completion, or its arming was gone before it began (nothing ran). */
@@ -88,7 +88,7 @@ export class TransactionalRun {
 /** An error with a SQLSTATE the server sent about the statement, not the connection's: the transaction is over, rolled back. */
 function refusedByServer(error: unknown): boolean {
   const state = sqlStateOf(error);
-  return state !== undefined && !/^(08|57P0[1-4]|58)/.test(state);
+  return state !== undefined && !isConnectionState(state);
 }
 
 /** `work`, or a rejection with the signal's reason as soon as it aborts: the transaction is then rolled back without waiting for the handler. */

@@ -21,6 +21,11 @@ export function sqlStateOf(error: unknown): string | undefined {
   return undefined;
 }
 
+/** A SQLSTATE of the connection's, not the statement's: connection exceptions (08), the server shutting down (57P01-57P04), system errors (58). */
+export function isConnectionState(state: string): boolean {
+  return /^(08|57P0[1-4]|58)/.test(state);
+}
+
 /** Prisma's errors carry its own codes ('P2028' looks like a SQLSTATE, and is none): the database's is read apart. */
 function isPrismaError(error: Record<string, unknown>): boolean {
   return typeof error.clientVersion === 'string';

@@ -8,7 +8,7 @@ import { UnsupportedTransactionClientError } from '../../errors/unsupported-tran
 import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
 import { PgPoolClientLike, PgPoolLike } from '../../interfaces/postgres-pool.interface';
 import { connectionLost, transactionEnded } from '../../transactions/client-errors';
-import { sqlStateOf } from '../../transactions/sql-state';
+import { isConnectionState, sqlStateOf } from '../../transactions/sql-state';
 import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { SQLSTATE_NOT_IN_TRANSACTION, SQLSTATE_OTHER_STORE } from './postgres-migrations';
@@ -32,9 +32,6 @@ export interface PostgresConnectionSettings {
  * statement (40P01, 40001: nothing of it was applied).
  */
 const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
-
-/** The connection is gone or unusable: connection exceptions (08), the server shutting down (57P01-57P04), system errors (58). */
-const CONNECTION_STATES = /^(08|57P0[1-4]|58)/;
 
 /** invalid_schema_name: in the application's transaction, its database lacks the driver's schema. */
 const SQLSTATE_NO_SCHEMA = '3F000';
@@ -253,7 +250,7 @@ class StatementGoneError extends DriverUnavailableError {
 /** An error the server sent for a statement (a SQLSTATE outside the connection classes): the connection itself is fine. */
 function refusedByServer(error: unknown): boolean {
   const state = sqlState(error);
-  return state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !CONNECTION_STATES.test(state);
+  return state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !isConnectionState(state);
 }
 
 /** The SQLSTATE of a pg error, if it has one. */
@@ -292,6 +289,6 @@ function transactionError(adapter: string, error: unknown): unknown {
   if (state === '25P02') return new TransactionNotActiveError(adapter, 'it is aborted after an earlier error', error);
   const ended = transactionEnded(error);
   if (ended !== undefined) return new TransactionNotActiveError(adapter, ended, error);
-  if (state !== undefined) return CONNECTION_STATES.test(state) ? new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error) : error;
+  if (state !== undefined) return isConnectionState(state) ? new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error) : error;
   return connectionLost(error) ? new DriverUnavailableError(`PostgreSQL: ${describeError(error)}`, error) : error;
 }

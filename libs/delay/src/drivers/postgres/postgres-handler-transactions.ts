@@ -52,15 +52,10 @@ export class PostgresHandlerTransactions {
     let healthy = false;
     try {
       await bound(client.query('BEGIN'), 'BEGIN');
-      let result: T;
-      try {
-        result = await work(client);
-      } catch (error) {
-        // No ROLLBACK: a statement the handler still has in flight (it was given up at its timeout and goes on) would
-        // run before it, and its next one after it, on its own. The connection is destroyed (below) instead: what is
-        // queued on it fails, and the server rolls the transaction back.
-        throw error;
-      }
+      // If work fails, no ROLLBACK: a statement the handler still has in flight (it was given up at its timeout and
+      // goes on) would run before it, and its next one after it, on its own. The connection is destroyed (below)
+      // instead: what is queued on it fails, and the server rolls the transaction back.
+      const result = await work(client);
       await bound(client.query('COMMIT'), 'COMMIT');
       healthy = true;
       return result;

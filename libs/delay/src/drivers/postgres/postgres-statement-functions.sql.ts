@@ -28,11 +28,8 @@ RETURNS TABLE (removed integer, now_ms bigint) LANGUAGE plpgsql VOLATILE SET sea
 DECLARE
   v_removed integer;
 BEGIN
-  LOOP
-    DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND (a.member = p_key OR (a.key = p_key AND a.cancel_by_key));
-    GET DIAGNOSTICS v_removed = ROW_COUNT;
-    EXIT WHEN v_removed > 0 OR NOT __schema__.armed_meanwhile(p_topic, p_key);
-  END LOOP;
+  -- The delete (and its probe) of cancel_each, for one key; the guard after it.
+  SELECT e.removed INTO v_removed FROM __schema__.cancel_each(p_topic, ARRAY[p_key]) e;
   RETURN QUERY SELECT v_removed, __schema__.clock_ms(p_tx_store);
 END
 $fn$;
