@@ -147,7 +147,10 @@ describe.each(conformanceDrivers())('conformance: handlers on the $name driver',
 
     t.probe.when(TOPIC.retry, 'k', () => undefined);
     expect(await t.delay.redrive(TOPIC.retry, 'k')).toBe(true);
-    expect(await t.delay.get(TOPIC.retry, 'k')).toMatchObject({ payload: 'doomed', attempt: 1 });
+    // Due now, the re-driven action may already have run on a busy machine: then what ran (below), and that nothing
+    // is left under the key, show the same replacement.
+    const pending = await t.delay.get(TOPIC.retry, 'k');
+    if (pending !== null) expect(pending).toMatchObject({ payload: 'doomed', attempt: 1 });
     await fx.waitFor(async () => (await t.delay.count(TOPIC.retry)) === 0, 'the re-driven run', fx.latenessMs);
     expect(t.probe.calls.slice(3).map((call) => [call.payload, call.attempt])).toEqual([['doomed', 1]]);
   });

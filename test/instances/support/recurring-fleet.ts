@@ -84,6 +84,7 @@ export async function runRecurringFleet(run: RecurringFleetRun): Promise<void> {
   // Positions in the stream of handler starts: what ran before the kill, and after the store came back.
   const beforeKill = fleet.starts.length;
   await sleep(startedAt + (2 * runMs) / 3 - Date.now());
+  const beforeRestart = fleet.starts.length;
   await run.restartStore();
   const afterRestart = fleet.starts.length;
   await sleep(startedAt + runMs - Date.now());
@@ -98,8 +99,15 @@ export async function runRecurringFleet(run: RecurringFleetRun): Promise<void> {
   );
   expect(result.sameAttemptTwice).toEqual([]);
   expect(result.gaps).toEqual([]);
-  // A re-run is only what the killed instance had started and not acked: the same occurrence, its next attempt.
-  for (const { instances } of result.redelivered) expect(instances[0]).toBe('c1');
+  // A re-run is only what the killed instance had started and not acked (the same occurrence, its next attempt), or a
+  // run that was going on while the store was down: on a busy machine the restart can outlast the lease, and a run
+  // whose lease ran out meanwhile is taken back when the store returns (at least once, as the driver promises).
+  const indexesOf = (id: string): number[] => fleet.starts.flatMap((start, n) => (`${start.key}@${start.armId}` === id ? [n] : []));
+  for (const { id, instances } of result.redelivered) {
+    const [first, ...again] = indexesOf(id);
+    const acrossRestart = first < afterRestart && first >= beforeKill && again.every((n) => n >= beforeRestart);
+    if (instances[0] !== 'c1') expect({ id, instances, first, again, acrossRestart }).toMatchObject({ acrossRestart: true });
+  }
   expect(result.redelivered.length).toBeLessThanOrEqual(30);
   expect(fleet.starts.slice(0, beforeKill).some((start) => start.instance === 'c1')).toBe(true);
   // Every schedule ran before the kill and after the restart, with no gap in between: nothing was lost at
