@@ -8,6 +8,8 @@
 //   BENCH_RECURRING_QUICK=1 npm run bench:recurring     (a smoke run, figures not comparable)
 //   BENCH_RECURRING_PHASES=3,4 npm run bench:recurring  (only some phases; 4 needs 3)
 //   BENCH_RESULTS_DIR=<dir> ...                         (the headline figures to <dir>/recurring.json, not bench/results)
+//   BENCH_RECURRING_PHASES=5 npm run bench:recurring    (the throughput rows alone, to rerun on a quiet machine)
+//   BENCH_RECURRING_CONTENDERS=wheel,redis ...          (phase 5 on some contenders only: wheel, redis, postgres, bullmq)
 //
 // A run that is not QUICK writes the headline figures of the phases it ran
 // into bench/results/recurring.json (bench/results.ts).
@@ -16,7 +18,13 @@
 // flight; (2) firing lateness of 10,000 schedules due at the same minute
 // boundary, one worker process; (3) Redis bytes per schedule at 100,000
 // schedules, nothing due, and where they go; (4) the cost of idling with
-// those 100,000 schedules and none due: Redis CPU and the worker's CPU.
+// those 100,000 schedules and none due: Redis CPU and the worker's CPU;
+// (5) throughput: 10,000 schedules due every second in one process, on the
+// wheel, Redis and PostgreSQL drivers and BullMQ job schedulers (one child
+// process each, bench/recurring/throughput.ts): occurrences run per second,
+// lateness, the longest event-loop stall, missed, warning lines; (6) the
+// cost of a catch-up: a per-second and a per-minute schedule 30 days behind
+// (the topic paused on a VirtualClock, then resumed), on the wheel.
 // Worker processes are the compiled bench/recurring/worker.ts. See BENCHMARKS.md.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
@@ -38,9 +46,19 @@ import type { RecurringWorkerConfig } from './recurring/protocol';
 import { BullmqRecurringScheduler, DelayRecurringScheduler } from './recurring/schedulers';
 import type { RecurringScheduler, ScheduleSpec } from './recurring/schedulers';
 import { fmt, loadAverage, markdownTable, median, quantile } from './support';
+import { BenchPostgresServer } from './postgres/pg-server';
+import { fork } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DelayService, OnRecurring } from 'nestjs-delay';
+import type { DelayEvent, MissedRunPolicy } from 'nestjs-delay';
+import { DelayTestingModule, VirtualClock } from 'nestjs-delay/testing';
+import type { ThroughputConfig, ThroughputContender, ThroughputResult } from './recurring/throughput';
 
 const QUICK = process.env.BENCH_RECURRING_QUICK === '1';
-const PHASES = new Set((process.env.BENCH_RECURRING_PHASES ?? '1,2,3,4').split(',').map((phase) => Number(phase.trim())));
+const PHASES = new Set((process.env.BENCH_RECURRING_PHASES ?? '1,2,3,4,5,6').split(',').map((phase) => Number(phase.trim())));
+const CONTENDERS = (process.env.BENCH_RECURRING_CONTENDERS ?? 'wheel,redis,postgres,bullmq').split(',').map((name) => name.trim()) as ThroughputContender[];
 
 const SETTINGS = {
   createCount: QUICK ? 2_000 : 10_000,
@@ -58,6 +76,11 @@ const SETTINGS = {
   concurrency: 100,
   /** Keys whose MEMORY USAGE is read per key kind; the rest is extrapolated. */
   memorySample: 500,
+  /** Phase 5: schedules due every second in one process, the warm-up after creating them, the measured window. */
+  throughputSchedules: QUICK ? 2_000 : 10_000,
+  throughputWarmupMs: QUICK ? 3_000 : 5_000,
+  throughputMeasureMs: QUICK ? 5_000 : 20_000,
+  throughputConcurrency: 1_000,
 };
 
 /** Once a year (1 January, 00:00 UTC): nothing falls due while the bench runs. */
@@ -520,7 +543,13 @@ function sizeOf(results: readonly FootprintResult[]): string {
  * run, the p50 and the p99 ratio (nestjs-delay without jitter), as the
  * summary gives them.
  */
-function recurringResults(creation: readonly CreateResult[], lateness: readonly LatenessResult[], footprints: readonly FootprintResult[], runs: string): ResultsUpdate {
+function recurringResults(
+  creation: readonly CreateResult[],
+  lateness: readonly LatenessResult[],
+  footprints: readonly FootprintResult[],
+  throughput: readonly ThroughputRow[],
+  runs: string,
+): ResultsUpdate {
   const rows: RatioRow[] = [];
   const round = (value: number): number => Math.round(value * 100) / 100;
   const push = (label: string, values: readonly number[], better: 'higher' | 'lower'): void => {
@@ -538,7 +567,174 @@ function recurringResults(creation: readonly CreateResult[], lateness: readonly 
   const ourCreation = created('delay');
   const bullCreation = created('bullmq');
   if (ourCreation && bullCreation) push('creation, 100 in flight', [median(ourCreation.rates) / median(bullCreation.rates)], 'higher');
+  const fired = (contender: ThroughputContender): number | undefined => throughput.find((row) => row.result.contender === contender)?.result.firedPerSecond;
+  const bullFired = fired('bullmq');
+  if (bullFired !== undefined) {
+    for (const contender of ['wheel', 'redis', 'postgres'] as const) {
+      const ours = fired(contender);
+      if (ours !== undefined) push(`run per second, 10,000 schedules every second (${contender === 'wheel' ? 'wheel' : contender === 'redis' ? 'Redis' : 'PostgreSQL'})`, [ours / bullFired], 'higher');
+    }
+  }
   return { runs, rows: { 'recurring-vs-bullmq': rows } };
+}
+
+// ---- phase 5: throughput, 10,000 schedules every second ----------------------
+
+const THROUGHPUT_SCRIPT = `${__dirname}/recurring/throughput.js`;
+const THROUGHPUT_LABEL: Record<ThroughputContender, string> = {
+  wheel: 'nestjs-delay, wheel',
+  redis: 'nestjs-delay, Redis',
+  postgres: 'nestjs-delay, PostgreSQL',
+  bullmq: 'BullMQ job schedulers (Redis)',
+};
+
+interface ThroughputRow {
+  readonly result: ThroughputResult;
+  readonly load: string;
+}
+
+/** Runs one contender's child process and returns its report. BENCH_RECURRING_CPU_PROF=<dir> profiles it. */
+function runThroughput(config: ThroughputConfig): Promise<ThroughputResult> {
+  const profileDir = process.env.BENCH_RECURRING_CPU_PROF;
+  const execArgv = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=throughput-${config.contender}-${Date.now()}.cpuprofile`] : [];
+  return new Promise((resolve, reject) => {
+    const child = fork(THROUGHPUT_SCRIPT, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+    let result: ThroughputResult | undefined;
+    child.on('message', (message: { type: string; result: ThroughputResult }) => {
+      if (message.type === 'throughput') result = message.result;
+    });
+    child.on('exit', (code) => (result ? resolve(result) : reject(new Error(`throughput child for ${config.contender} exited with ${code} and no report`))));
+  });
+}
+
+async function measureThroughput(bench: Bench): Promise<ThroughputRow[]> {
+  const rows: ThroughputRow[] = [];
+  for (const contender of CONTENDERS) {
+    let url: string | undefined;
+    let postgres: BenchPostgresServer | undefined;
+    if (contender === 'redis' || contender === 'bullmq') {
+      await bench.flush();
+      url = bench.server.url;
+    } else if (contender === 'postgres') {
+      postgres = await BenchPostgresServer.start(['max_connections=200']);
+      url = postgres.url;
+    }
+    const load = load1();
+    try {
+      const result = await runThroughput({
+        contender,
+        url,
+        schedules: SETTINGS.throughputSchedules,
+        warmupMs: SETTINGS.throughputWarmupMs,
+        measureMs: SETTINGS.throughputMeasureMs,
+        concurrency: SETTINGS.throughputConcurrency,
+      });
+      console.log(`  ${THROUGHPUT_LABEL[contender]}: ${fmt(result.firedPerSecond)} run per second, created in ${fmt(result.createSeconds, 1)} s, load ${load}`);
+      rows.push({ result, load });
+    } finally {
+      await postgres?.dispose();
+    }
+  }
+  return rows;
+}
+
+function throughputTable(rows: readonly ThroughputRow[]): string {
+  return markdownTable(
+    ['contender', 'run per second (target: all)', 'lateness p50 / p99 ms', 'longest event-loop stall ms', 'missed per second', 'warning lines (bytes), whole run', 'process CPU s in the window', 'load (1 min) at start'],
+    rows.map(({ result, load }) => [
+      THROUGHPUT_LABEL[result.contender],
+      `${fmt(result.firedPerSecond)} of ${fmt(result.schedules)}`,
+      `${fmt(result.latenessP50)} / ${fmt(result.latenessP99)}`,
+      fmt(result.maxStallMs),
+      fmt(result.missedPerSecond),
+      `${fmt(result.warnLines)} (${fmt(result.warnBytes)})`,
+      fmt(result.cpuSeconds, 1),
+      load,
+    ]),
+    [false, true, true, true, true, true, true, false],
+  );
+}
+
+// ---- phase 6: the cost of a 30-day catch-up -----------------------------------
+
+const CATCH_UP_TOPIC = 'bench.catchup';
+const CATCH_UP_DAYS = 30;
+
+@Injectable()
+class CatchUpHandler {
+  runs = 0;
+
+  @OnRecurring(CATCH_UP_TOPIC, { concurrency: 1_000 })
+  onOccurrence(): void {
+    this.runs++;
+  }
+}
+
+interface CatchUpResult {
+  readonly label: string;
+  readonly ms: number;
+  readonly maxStallMs: number;
+  readonly runs: number;
+  readonly missed: number;
+  readonly load: string;
+}
+
+/** One schedule paused for 30 days on a VirtualClock, then resumed: the wall time of the resumed tick (plan, advance, runs). */
+async function measureCatchUp(cron: string, timeZone: string, missed: MissedRunPolicy): Promise<CatchUpResult> {
+  const clock = new VirtualClock(Date.parse('2026-03-20T10:00:00Z'));
+  @Module({ imports: [DelayTestingModule.forRoot({ clock })], providers: [CatchUpHandler] })
+  class CatchUpModule {}
+  const app = await NestFactory.createApplicationContext(CatchUpModule, { logger: false });
+  await app.init();
+  try {
+    const delay = app.get(DelayService);
+    const handler = app.get(CatchUpHandler);
+    await delay.upsertRecurring(CATCH_UP_TOPIC, 'behind', { cron, timeZone, missed });
+    await clock.advance('2s');
+    await delay.pause(CATCH_UP_TOPIC);
+    await clock.advance(`${CATCH_UP_DAYS}d`);
+    let missedCount = 0;
+    const subscription = delay.events$.subscribe((event: DelayEvent) => {
+      if (event.type === 'recurringMissed') missedCount += event.size ?? 0;
+    });
+    const before = handler.runs;
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    const started = performance.now();
+    await delay.resume(CATCH_UP_TOPIC);
+    await clock.advance(0);
+    const ms = performance.now() - started;
+    loop.disable();
+    subscription.unsubscribe();
+    return { label: `${cron} ${timeZone}, missed ${JSON.stringify(missed)}`, ms, maxStallMs: loop.max / 1e6, runs: handler.runs - before, missed: missedCount, load: load1() };
+  } finally {
+    await app.close();
+  }
+}
+
+async function measureCatchUps(): Promise<CatchUpResult[]> {
+  const results: CatchUpResult[] = [];
+  for (const [cron, zones] of [
+    ['* * * * * *', ['UTC', 'Europe/Paris', 'Australia/Lord_Howe']],
+    ['* * * * *', ['UTC', 'Europe/Paris']],
+  ] as const) {
+    for (const timeZone of zones) {
+      for (const missed of ['once', 'all'] as const) {
+        // The first run warms the code up; the second is reported.
+        await measureCatchUp(cron, timeZone, missed);
+        results.push(await measureCatchUp(cron, timeZone, missed));
+      }
+    }
+  }
+  return results;
+}
+
+function catchUpTable(results: readonly CatchUpResult[]): string {
+  return markdownTable(
+    ['schedule 30 days behind', 'resume to done, ms', 'longest event-loop delay ms', 'occurrences run', 'reported missed', 'load (1 min)'],
+    results.map((result) => [result.label, fmt(result.ms, 1), fmt(result.maxStallMs, 1), fmt(result.runs), fmt(result.missed), result.load]),
+    [false, true, true, true, true, false],
+  );
 }
 
 // ---- main ----------------------------------------------------------------
@@ -554,7 +750,7 @@ async function main(): Promise<void> {
   const loadAtStart = loadAverage();
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
-  const overrides = ['BENCH_RECURRING_QUICK', 'BENCH_RECURRING_PHASES', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const overrides = ['BENCH_RECURRING_QUICK', 'BENCH_RECURRING_PHASES', 'BENCH_RECURRING_CONTENDERS', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
   const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
 
   const server = await BenchRedisServer.start();
@@ -620,7 +816,24 @@ async function main(): Promise<void> {
       }
       console.log('');
     }
-    recordResults('recurring', !QUICK, () => recurringResults(creation, lateness, footprints, `one run (${command}), load average ${loadAtStart.split(' / ')[0]} at the start`));
+    let throughput: ThroughputRow[] = [];
+    if (PHASES.has(5)) {
+      throughput = await measureThroughput(bench);
+      console.log(
+        `\n## 5. Throughput: ${fmt(SETTINGS.throughputSchedules)} schedules due every second, one process each (handler concurrency ${fmt(SETTINGS.throughputConcurrency)}), ${SETTINGS.throughputMeasureMs / 1000} s measured after ${SETTINGS.throughputWarmupMs / 1000} s\n`,
+      );
+      console.log(throughputTable(throughput));
+      console.log('');
+    }
+
+    if (PHASES.has(6)) {
+      const catchUps = await measureCatchUps();
+      console.log(`\n## 6. A catch-up ${CATCH_UP_DAYS} days behind, on the wheel (VirtualClock; the topic paused, then resumed)\n`);
+      console.log(catchUpTable(catchUps));
+      console.log('');
+    }
+
+    recordResults('recurring', !QUICK, () => recurringResults(creation, lateness, footprints, throughput, `one run (${command}), load average ${loadAtStart.split(' / ')[0]} at the start`));
     console.log(`\nDone in ${fmt((performance.now() - startedAt) / 1000)} s; load average ${loadAverage()}.`);
   } finally {
     await delay.close();

@@ -1,4 +1,4 @@
-import { Injectable, Provider } from '@nestjs/common';
+import { Injectable, Logger, Provider } from '@nestjs/common';
 import { DelayContext, DelayEvent, DelayService, OnDelayExpired, OnRecurring, Recurring, RecurringOptions } from 'nestjs-delay';
 import { DelayTestingModule, VirtualClock } from 'nestjs-delay/testing';
 import { compileRecurrence } from '../../libs/delay/src/recurring/compile-recurrence';
@@ -219,6 +219,30 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       await clock.advance('1h');
       expect(runs.count('hourly') - 1).toBe(count + 1);
       subscription.unsubscribe();
+    });
+
+    it('300 schedules of two topics missing runs at once log one line per topic and interval, with counts', async () => {
+      const { app, clock, delay } = await boot('2026-06-01T00:30:00Z', [Fleet, Serial]);
+      for (let n = 0; n < 200; n++) await delay.upsertRecurring('fleet.tick', `f${n}`, { every: '1h' });
+      for (let n = 0; n < 100; n++) await delay.upsertRecurring('serial.tick', `s${n}`, { every: '1h' });
+      await clock.advance('1h');
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      await delay.pause('fleet.tick');
+      await delay.pause('serial.tick');
+      await clock.advance('5h');
+      await delay.resume('fleet.tick');
+      await delay.resume('serial.tick');
+      await clock.advance(0);
+      await app.close(); // writes what the interval gathered
+      const lines = warn.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('missed'));
+      warn.mockRestore();
+      // missed 'once': each schedule ran its latest of 5 and missed 4. The first of a topic at once, the rest in one line.
+      expect(lines.map((line) => line.replace(/"([fs])\d+"/, '"$1#"'))).toEqual([
+        'Recurring "fleet.tick" / "f#": 4 occurrence(s) missed (policy once)',
+        'Recurring "serial.tick" / "s#": 4 occurrence(s) missed (policy once)',
+        'Recurring "fleet.tick": 796 more occurrence(s) missed by 199 tick(s) in the last 10 s; the latest "f#" (policy once)',
+        'Recurring "serial.tick": 396 more occurrence(s) missed by 99 tick(s) in the last 10 s; the latest "s#" (policy once)',
+      ]);
     });
 
     it('pausing one schedule parks it; resuming applies its missed-run policy and keeps the cadence', async () => {

@@ -84,7 +84,7 @@ function compileCron(fields: Record<string, unknown>, minIntervalMs: number): Co
     dstOverlap,
     fixedTime: expression.fixedTime,
   };
-  return { spec, after: (instantMs) => occurrence.after(instantMs) };
+  return { spec, after: (instantMs) => occurrence.after(instantMs), atOrBefore: (instantMs) => occurrence.atOrBefore(instantMs) };
 }
 
 function compileInterval(fields: Record<string, unknown>, minIntervalMs: number): CompiledRecurrence {
@@ -101,7 +101,12 @@ function compileInterval(fields: Record<string, unknown>, minIntervalMs: number)
   if (everyMs > MAX_INSTANT_MS) throw new InvalidRecurrenceError(`every ${quoteInput(fields.every)} is longer than the Date range`);
   const anchorMs = anchor(fields.anchor);
   const occurrence = new IntervalOccurrence(everyMs, anchorMs);
-  return { spec: { kind: 'interval', everyMs, anchorMs }, after: (instantMs) => occurrence.after(instantMs) };
+  return {
+    spec: { kind: 'interval', everyMs, anchorMs },
+    after: (instantMs) => occurrence.after(instantMs),
+    atOrBefore: (instantMs) => occurrence.atOrBefore(instantMs),
+    countBetween: (lowMs, highMs) => occurrence.countBetween(lowMs, highMs),
+  };
 }
 
 /**

@@ -120,6 +120,55 @@ function compare(testCase: Case): string | null {
   }
 }
 
+/**
+ * Asks atOrBefore about every firing of the reference, the instants either side of it and random
+ * instants of the range; returns a description of the first difference.
+ */
+function compareBackward(testCase: Case, random: Random): string | null {
+  const { spec, fromMs, toMs, stepMs, marginMs } = testCase;
+  const policies: ReferencePolicies = { dstGap: spec.dstGap ?? 'shift', dstOverlap: spec.dstOverlap ?? 'first' };
+  const expected = referenceFirings(new ReferenceCron(spec.cron), spec.timeZone ?? 'UTC', fromMs, toMs, stepMs, policies, marginMs);
+  const recurrence = compileRecurrence(spec);
+  const asked = [toMs, ...expected.flatMap((instant) => [instant - 1, instant, instant + 1])];
+  for (let i = 0; i < 40; i++) asked.push(fromMs + 1 + Math.floor(random() * (toMs - fromMs)));
+  const iso = (ms: number | null): string => (ms === null ? 'null' : new Date(ms).toISOString());
+  for (const at of asked) {
+    if (at <= fromMs || at > toMs) continue;
+    const actual = recurrence.atOrBefore(at);
+    const want = expected.filter((instant) => instant <= at).pop();
+    const where = `${JSON.stringify(spec)} from ${iso(fromMs)}: atOrBefore(${iso(at)}) = ${iso(actual)}`;
+    if (want === undefined) {
+      // The reference knows nothing before the range: the answer must be before it.
+      if (actual !== null && actual > fromMs) return `${where}, the reference has nothing from ${iso(fromMs)} up to it`;
+    } else if (actual !== want) {
+      return `${where}, the reference says ${iso(want)}`;
+    }
+  }
+  return null;
+}
+
+describe('atOrBefore (cron) against the same reference', () => {
+  it('agrees minute by minute on 5-field expressions in random zones, mostly around offset changes', () => {
+    const random = seeded(20261128);
+    const differences: string[] = [];
+    for (let i = 0; i < 120; i++) {
+      const difference = compareBackward(randomCase(random, false), random);
+      if (difference !== null) differences.push(difference);
+    }
+    expect(differences).toEqual([]);
+  });
+
+  it('agrees second by second on 6-field expressions (seconds first) around offset changes', () => {
+    const random = seeded(11);
+    const differences: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const difference = compareBackward(randomCase(random, true), random);
+      if (difference !== null) differences.push(difference);
+    }
+    expect(differences).toEqual([]);
+  });
+});
+
 describe('compileRecurrence (cron) against a brute-force reference', () => {
   it('agrees minute by minute on 5-field expressions in random zones, mostly around offset changes', () => {
     const random = seeded(20261126);

@@ -2,7 +2,7 @@ import type { CronExpression } from './cron-expression';
 import type { NextOccurrence } from './next-occurrence';
 import type { DstGapPolicy, DstOverlapPolicy } from './recurrence-spec';
 import { DAY_MS, type WallResolution, type ZoneRules } from './zone-rules';
-import { clampInstant, MAX_INSTANT_MS } from './instant-range';
+import { clampInstant, MAX_INSTANT_MS, MIN_INSTANT_MS } from './instant-range';
 
 /**
  * The occurrences of a cron expression in a time zone.
@@ -63,6 +63,68 @@ export class CronOccurrence implements NextOccurrence {
       wall = from + 1000 >= stop ? null : this.expression.nextWall(from);
     }
     return best;
+  }
+
+  /**
+   * The last occurrence at or before `instantMs`, or null when there is none (from the year 100 on).
+   * The mirror of `after`: walks the matching wall times downwards from the highest the clock has
+   * shown up to the instant (its wall time, or more when the clock went back just before it), turns
+   * each into its firing instants by the same rules, and stops once no lower wall time can give a
+   * later instant. A skipped hour whose times do not fire is jumped over whole.
+   */
+  atOrBefore(instantMs: number): number | null {
+    if (typeof instantMs !== 'number' || Number.isNaN(instantMs)) clampInstant(instantMs);
+    if (instantMs < MIN_INSTANT_MS) return null;
+    const at = Math.min(instantMs, MAX_INSTANT_MS);
+    const zone = this.zone;
+    const offsetNow = zone.offsetAt(at);
+    const wallNow = at + offsetNow;
+    let highest = wallNow;
+    const offsetEarlier = zone.offsetAt(at - 2 * DAY_MS);
+    if (offsetEarlier > offsetNow) {
+      // The clock went back within two days: until it did, it showed wall times up to the jump higher.
+      const transition = zone.transitionBetween(at - 2 * DAY_MS, at);
+      highest = Math.max(highest, transition - 1 + offsetEarlier);
+    }
+
+    let best: number | null = null;
+    // Once best is known, wall times below `stop` can only fire before it.
+    let stop = Number.NEGATIVE_INFINITY;
+    let wall = this.expression.prevWall(highest);
+    while (wall !== null && wall >= stop) {
+      const resolution = zone.resolve(wall);
+      const firings = this.firings(wall, resolution);
+      for (const instant of firings) {
+        if (instant <= at && (best === null || instant > best)) {
+          best = instant;
+          stop = this.wallFloor(best, at);
+        }
+      }
+      let from = wall - 1000;
+      // Above wallNow, a wall time fires at or before `at` only on its first pass, before the clock went
+      // back, and those instants rise with the wall time: once one is found, go on from wallNow.
+      if (best !== null && wall > wallNow) from = Math.min(from, wallNow);
+      // The skipped hour's other wall times fire at the same transition or not at all; when this one did
+      // not fire (not fixed time, 'skip', or its date is not the transition's), the lower ones do not.
+      if (resolution.kind === 'gap' && firings.length === 0) from = Math.min(from, zone.wallAt(resolution.transition - 1));
+      wall = from < stop ? null : this.expression.prevWall(from);
+    }
+    return best !== null && best < MIN_INSTANT_MS ? null : best;
+  }
+
+  /**
+   * A wall time below which every firing is earlier than `instant` (among those at or before `at`): the
+   * wall time of the instant, or, when the clock went back between the instant and `at`, the wall time
+   * it went back to if that is lower.
+   */
+  private wallFloor(instant: number, at: number): number {
+    const wall = this.zone.wallAt(instant);
+    // Only a change within the size of a jump (less than two days) after the instant can bring the
+    // clock back below its wall time.
+    const until = Math.min(at, instant + 2 * DAY_MS);
+    if (this.zone.offsetAt(until) >= this.zone.offsetAt(instant)) return wall;
+    const transition = this.zone.transitionBetween(instant, until);
+    return Math.min(wall, transition + this.zone.offsetAt(transition));
   }
 
   /** The instants a matching wall time fires at, ascending. */

@@ -18,4 +18,20 @@ export class IntervalOccurrence implements NextOccurrence {
     while (next <= after) next += this.everyMs;
     return next > MAX_INSTANT_MS ? null : next;
   }
+
+  atOrBefore(instantMs: number): number | null {
+    const at = Math.min(clampInstant(instantMs), MAX_INSTANT_MS);
+    if (at < this.anchorMs) return null;
+    let latest = this.anchorMs + Math.floor((at - this.anchorMs) / this.everyMs) * this.everyMs;
+    while (latest > at) latest -= this.everyMs;
+    return latest;
+  }
+
+  countBetween(lowMs: number, highMs: number): number {
+    // Occurrences n with low < anchor + n × every <= high, n >= 0.
+    const high = this.atOrBefore(highMs);
+    if (high === null || high <= lowMs) return 0;
+    const first = this.after(lowMs) as number;
+    return Math.round((high - first) / this.everyMs) + 1;
+  }
 }

@@ -9,4 +9,15 @@ export interface NextOccurrence {
    * Calling it again with the result walks the occurrences in strictly increasing order.
    */
   after(instantMs: number): number | null;
+  /**
+   * The last occurrence at or before `instantMs`, or null when there is none (before an interval's
+   * anchor, before the year 100). Costs about what `after` costs, whatever the distance to it: a tick
+   * that is days behind finds the latest due occurrence without walking the ones before it.
+   */
+  atOrBefore(instantMs: number): number | null;
+  /**
+   * How many occurrences are in (lowMs, highMs], when that is arithmetic (intervals); absent when
+   * counting would mean walking them (cron).
+   */
+  countBetween?(lowMs: number, highMs: number): number;
 }

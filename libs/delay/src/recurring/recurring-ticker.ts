@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { DELAY_DRIVER, DELAY_RESOLVED_OPTIONS } from '../delay.constants';
 import { ResolvedDelayOptions } from '../delay.module-definition';
 import { DelayEventBus } from '../delay-event.bus';
@@ -13,12 +13,29 @@ import { occurrenceKey } from './occurrence-key';
 import { decodeSeriesState, encodeSeriesState, recurrenceOf, SeriesState } from './series-state';
 import { seriesJitterMs } from './series-jitter';
 import { planTick } from './tick-plan';
+import { WarningDigest, type WarningKind } from './warning-digest';
 
 /** A tick whose advance failed (store unreachable) is tried again this soon; a tick is never dead-lettered. */
 export const TICK_RETRY_MS = 1_000;
 /** A paused schedule's tick is parked this far ahead; resume brings it back. */
 export const PAUSED_TICK_DELAY_MS = 50 * 365 * 86_400_000;
 const COMPILED_CACHE_SIZE = 1024;
+/** Repeated tick warnings (missed runs, failed ticks) are written at most once per topic and kind in this interval, with counts. */
+export const TICK_WARNING_INTERVAL_MS = 10_000;
+
+const seconds = (ms: number): string => `${ms / 1000} s`;
+
+const MISSED: WarningKind = {
+  one: (topic, key, count, detail) => `Recurring ${quoteInput(topic)} / ${quoteInput(key)}: ${count} occurrence(s) missed (${detail})`,
+  many: (topic, tally, intervalMs) =>
+    `Recurring ${quoteInput(topic)}: ${tally.total} more occurrence(s) missed by ${tally.events} tick(s) in the last ${seconds(intervalMs)}; the latest ${quoteInput(tally.lastKey)} (${tally.lastDetail})`,
+};
+
+const FAILED: WarningKind = {
+  one: (topic, key, _count, detail) => `Tick of recurring ${quoteInput(topic)} / ${quoteInput(key)} failed, trying again in ${TICK_RETRY_MS} ms: ${detail}`,
+  many: (topic, tally, intervalMs) =>
+    `${tally.events} more tick(s) of recurring ${quoteInput(topic)} failed in the last ${seconds(intervalMs)}, each tried again in ${TICK_RETRY_MS} ms; the latest ${quoteInput(tally.lastKey)}: ${tally.lastDetail}`,
+};
 
 /**
  * Runs the tick of a recurring series, for every driver alike: from the
@@ -29,9 +46,10 @@ const COMPILED_CACHE_SIZE = 1024;
  * only one of the runs can hold the token.
  */
 @Injectable()
-export class RecurringTicker {
+export class RecurringTicker implements OnApplicationShutdown {
   private readonly logger = new Logger(RecurringTicker.name);
   private readonly compiled = new Map<string, NextOccurrence>();
+  private readonly warnings = new WarningDigest(this.logger, TICK_WARNING_INTERVAL_MS);
 
   constructor(
     @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
@@ -47,7 +65,7 @@ export class RecurringTicker {
       return { kind: 'completed' };
     } catch (error) {
       const message = describeError(error);
-      this.logger.warn(`Tick of recurring ${quoteInput(delivery.topic)} / ${quoteInput(delivery.key)} failed, trying again in ${TICK_RETRY_MS} ms: ${message}`);
+      this.warnings.note(FAILED, 'failed', delivery.topic, delivery.key, 1, message);
       return { kind: 'retry', delayMs: TICK_RETRY_MS, error: message };
     }
   }
@@ -92,13 +110,18 @@ export class RecurringTicker {
     }
     const { events } = this;
     if (plan.missed > 0) {
-      this.logger.warn(`Recurring ${quoteInput(topic)} / ${quoteInput(key)}: ${plan.missed} occurrence(s) missed (policy ${state.missed.kind})`);
+      this.warnings.note(MISSED, 'missed', topic, key, plan.missed, `policy ${state.missed.kind}${plan.missedExact ? '' : ', counted in part and estimated'}`);
       events.emit(() => ({ type: 'recurringMissed', topic, key, size: plan.missed }));
     }
     if (result.created.length > 0) events.emit(() => ({ type: 'recurringFired', topic, key, size: result.created.length }));
     if (result.skipped.length > 0) events.emit(() => ({ type: 'recurringSkipped', topic, key, size: result.skipped.length }));
     for (const cancelled of result.cancelled) events.emit(() => ({ type: 'cancelled', topic, key: cancelled }));
     if (plan.next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
+  }
+
+  /** The warnings gathered and not yet written. */
+  onApplicationShutdown(): void {
+    this.warnings.flush();
   }
 
   private declaresItself(topic: string, key: string): boolean {

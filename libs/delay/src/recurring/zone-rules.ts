@@ -23,6 +23,15 @@ const OFFSET_TEXT = /GMT(?:([+-])(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?)?$/;
 
 /** How many offset changes a ZoneRules remembers (a schedule near a change asks about it on every call). */
 const REMEMBERED_TRANSITIONS = 16;
+/** How many UTC days a ZoneRules remembers the offsets of (see offsetAt). */
+const REMEMBERED_DAYS = 64;
+
+/** The offsets of one UTC day: `before` until `change` (exclusive), `after` from it; change is null when the day has one offset. */
+interface DayOffsets {
+  readonly before: number;
+  readonly change: number | null;
+  readonly after: number;
+}
 
 interface Transition {
   readonly at: number;
@@ -33,14 +42,54 @@ export class ZoneRules {
   private readonly offsetFormat: Intl.DateTimeFormat;
   private readonly transitions: Transition[] = [];
   private fieldFormat: Intl.DateTimeFormat | null = null;
+  private readonly days = new Map<number, DayOffsets>();
+  private lookups = 0;
 
   /** Throws RangeError when the runtime does not know `timeZone`. */
   constructor(readonly timeZone: string) {
     this.offsetFormat = new Intl.DateTimeFormat('en-US', { timeZone, timeZoneName: 'longOffset' });
   }
 
-  /** The zone's UTC offset in milliseconds (whole seconds) at an instant. */
+  /** Intl look-ups made so far (offsetAt's misses and their bisection steps): the work the tests count. */
+  get lookupCount(): number {
+    return this.lookups;
+  }
+
+  /**
+   * The zone's UTC offset in milliseconds (whole seconds) at an instant. The offsets of a UTC day are
+   * read once (at its two ends, and the change between them by bisection: at most one change within
+   * two days, as resolve assumes) and remembered, so walking the instants of a frequent schedule costs
+   * no Intl look-up per instant.
+   */
   offsetAt(instantMs: number): number {
+    const day = Math.floor(instantMs / DAY_MS);
+    let offsets = this.days.get(day);
+    if (offsets === undefined) {
+      offsets = this.dayOffsets(day);
+      if (this.days.size >= REMEMBERED_DAYS) this.days.delete(this.days.keys().next().value as number);
+      this.days.set(day, offsets);
+    }
+    return offsets.change === null || instantMs < offsets.change ? offsets.before : offsets.after;
+  }
+
+  private dayOffsets(day: number): DayOffsets {
+    const start = day * DAY_MS;
+    const before = this.lookupOffset(start);
+    const after = this.lookupOffset(start + DAY_MS - 1);
+    if (before === after) return { before, change: null, after };
+    let low = Math.floor(start / 1000); // offset at low (in seconds) is `before`
+    let high = Math.floor((start + DAY_MS - 1) / 1000); // offset at high is not
+    while (high - low > 1) {
+      const middle = Math.floor((low + high) / 2);
+      if (this.lookupOffset(middle * 1000) === before) low = middle;
+      else high = middle;
+    }
+    return { before, change: high * 1000, after };
+  }
+
+  /** The offset at an instant, from Intl. */
+  private lookupOffset(instantMs: number): number {
+    this.lookups++;
     const match = OFFSET_TEXT.exec(this.offsetFormat.format(instantMs));
     if (match === null) return this.offsetFromFields(instantMs);
     if (match[1] === undefined) return 0;

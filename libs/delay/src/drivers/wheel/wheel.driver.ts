@@ -36,6 +36,9 @@ import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 import { inMicrotask } from '../../utils/in-microtask';
 import { quoteInput } from '../../utils/quote-input';
 
+/** The most runs (ticks and actions) the wheel starts in one turn of the event loop before letting it go round. */
+const RUNS_PER_TURN = 256;
+
 export interface WheelDriverOptions {
   /** The wheel's precision: actions fire at most one tick late. Default 100 ms. */
   readonly tickMs?: number;
@@ -121,6 +124,8 @@ export class WheelDriver implements SameTickDriver {
   private timer: TimerHandle | undefined;
   private timerTick = Infinity;
   private pumpQueued = false;
+  /** Runs started since the event loop last had a turn (see RUNS_PER_TURN). */
+  private startedThisTurn = 0;
 
   constructor(options: WheelDriverOptions = {}) {
     this.tickMs = options.tickMs ?? 100;
@@ -604,8 +609,24 @@ export class WheelDriver implements SameTickDriver {
     this.pumpQueued = true;
     setImmediate(() => {
       this.pumpQueued = false;
+      this.startedThisTurn = 0;
       for (const state of this.topicsById) this.pump(state);
     });
+  }
+
+  /**
+   * Whether one more run may start in this turn of the event loop. Past RUNS_PER_TURN the rest waits
+   * for the next turn (queuePump): 10,000 schedules due at the same second start in chunks, and
+   * timers, I/O and the handlers' own work get the loop in between.
+   */
+  private mayStart(): boolean {
+    if (this.startedThisTurn < RUNS_PER_TURN) {
+      this.startedThisTurn++;
+      if (this.startedThisTurn === 1) setImmediate(() => (this.startedThisTurn = 0));
+      return true;
+    }
+    this.queuePump();
+    return false;
   }
 
   private pump(state: TopicState): void {
@@ -618,8 +639,12 @@ export class WheelDriver implements SameTickDriver {
       return;
     }
     // A tick is library work of a few microseconds: it never waits for a slot, so long handlers cannot hold a schedule back.
-    while (state.readyTicks.size > 0) this.run(state, state.readyTicks.shift(this.arena));
+    while (state.readyTicks.size > 0) {
+      if (!this.mayStart()) return;
+      this.run(state, state.readyTicks.shift(this.arena));
+    }
     while (state.running - state.runningTicks < state.concurrency && state.ready.size > 0) {
+      if (!this.mayStart()) return;
       this.run(state, state.ready.shift(this.arena));
     }
   }
