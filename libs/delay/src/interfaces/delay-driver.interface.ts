@@ -27,8 +27,9 @@ export interface DelayDriver {
   /**
    * Opens a transaction on a connection of the driver's own for a
    * transactional handler, when the application configured no
-   * `transactions.run`: `work` gets the transaction object (one the
-   * transaction adapters recognise), and it commits if `work` resolves.
+   * `transactions.run` and the driver has no runOwnTransaction: `work`
+   * gets the transaction object (one the transaction adapters recognise),
+   * and it commits if `work` resolves.
    */
   runTransaction?<T>(work: (transaction: unknown) => Promise<T>): Promise<T>;
   /**
