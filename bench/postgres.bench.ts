@@ -16,7 +16,8 @@
 //   BENCH_PG_HELD_SYSTEMS=delay (phase 8 with only the systems named, comma-separated: delay, pgboss, graphile)
 //   BENCH_PG_CPU_PROF=<dir> npm run bench:postgres (--cpu-prof for the drain's worker processes)
 //   BENCH_PG_PHASES=5,10 npm run bench:postgres  (the lateness phases only)
-//   BENCH_PG_PHASES=11 npm run bench:postgres    (the transactional drain, beside the plain drain and graphile-worker's)
+//   BENCH_PG_PHASES=11 npm run bench:postgres    (the transactional drains, beside the plain ones and graphile-worker's)
+//   BENCH_PG_TX_CONCURRENCY=50 ...                (phase 11's handlers in flight per worker, 100 unless given)
 //
 // Phases: (1) schedule: one awaited, 100 in flight, bulk; (2) replace by key
 // and cancel by key, 100 in flight; (3) the floor: bare DELETE ... RETURNING
@@ -27,9 +28,11 @@
 // while a transaction holds vacuum back; (9, EXPLAIN) the claim explained;
 // (10) lateness of free actions beside a due row that an open transaction of
 // the application holds, against the same without it (nestjs-delay only);
-// (11) the drain with transactional handlers (`transactional: true`, one
-// INSERT each through context.transaction), beside the plain drain and
-// graphile-worker's in the same run (those of phase 4 when it ran).
+// (11) the drains with transactional handlers (`transactional: true`, a
+// no-op, and one INSERT each through context.transaction), beside the plain
+// no-op drain, the plain drain whose handler makes the same INSERT through a
+// pool (autocommit) and graphile-worker's, in the same run (phase 4's no-op
+// drains when it ran with as many handlers in flight).
 // See BENCHMARKS.md.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
@@ -42,10 +45,10 @@ import { BenchPostgresServer } from './postgres/pg-server';
 import { driverStatementsModule } from './postgres/driver-statements';
 import { BareProducer, DelayPgProducer, GraphileProducer, PgBossProducer } from './postgres/producers';
 import type { PgItem, PgProducer } from './postgres/producers';
-import { actionKey, CONTENDERS, contenderLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS, SINK_TABLE } from './postgres/protocol';
+import { actionKey, CONTENDERS, contenderLabel, handlerLabel, makePayload, NAME, PAYLOAD_BYTES, SCHEMAS, SINK_TABLE } from './postgres/protocol';
 import { recordResults } from './results';
 import type { Bar, BarsRow, ResultsUpdate } from './results';
-import type { PgContender, PgWorkerConfig, WorkerReport } from './postgres/protocol';
+import type { DelayHandlerKind, PgContender, PgWorkerConfig, WorkerReport } from './postgres/protocol';
 import { WorkerPool } from './redis/worker-pool';
 import { pump } from './redis/pump';
 import { fmt, markdownTable, median, quantile } from './support';
@@ -71,11 +74,12 @@ const SETTINGS = {
   workerCounts: [1, 2],
   concurrency: 100,
   /**
-   * Phase 11: handlers in flight per worker process for the transactional drain. Each holds a connection of the
-   * driver's handler pool (sized for them) for its run: 50 keeps two workers' (2 x (50 + the driver's 10)) and
-   * the bench's own connections within max_connections.
+   * Phase 11: handlers in flight per worker process for every drain of the phase (as phase 4's by default, so its
+   * no-op drains stand for the phase's when it ran). A transactional run holds a connection of the driver's handler
+   * pool (sized for them), and the plain handler that inserts one of the worker's pool of as many: max_connections
+   * is raised to fit two workers' (below).
    */
-  txConcurrency: 50,
+  txConcurrency: Number(process.env.BENCH_PG_TX_CONCURRENCY ?? 100),
   claimBatch: 100,
   latenessCount: QUICK ? 100 : 400,
   latenessSpreadMs: QUICK ? 5_000 : 20_000,
@@ -445,8 +449,8 @@ function runStats(reports: readonly WorkerReport[], expected: number, prefix: st
   };
 }
 
-function workerConfig(kind: PgContender, url: string, zeroOffset = false, transactional = false): PgWorkerConfig {
-  return { kind, url, concurrency: transactional ? SETTINGS.txConcurrency : SETTINGS.concurrency, claimBatch: SETTINGS.claimBatch, zeroOffset, transactional };
+function workerConfig(kind: PgContender, url: string, zeroOffset = false, handler: DelayHandlerKind = 'noop', concurrency = SETTINGS.concurrency): PgWorkerConfig {
+  return { kind, url, concurrency, claimBatch: SETTINGS.claimBatch, zeroOffset, handler };
 }
 
 async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
@@ -461,29 +465,43 @@ async function leftRows(bench: Bench, kind: PgContender): Promise<number> {
 
 interface DrainResult {
   readonly kind: PgContender;
-  /** nestjs-delay with transactional handlers, one INSERT each (phase 11). */
-  readonly transactional: boolean;
+  /** nestjs-delay's handler (phase 11 runs every kind; a no-op elsewhere, and for the other systems). */
+  readonly handler: DelayHandlerKind;
   readonly workers: number;
+  /** Handlers in flight per worker process. */
+  readonly concurrency: number;
+  /** The machine's load average (1 min) as the workers started. */
+  readonly loadAtStart: number;
   readonly loadRate: number;
   readonly stats: RunStats;
   readonly rate: number;
   readonly left: number;
   readonly statements: Awaited<ReturnType<Bench['topStatements']>>;
   readonly sizesAfter?: Awaited<ReturnType<Bench['schemaBytes']>>;
-  /** Transactional drains: the rows the handlers' committed transactions left in SINK_TABLE, and how many distinct keys. */
+  /** Drains whose handler writes: the rows left in SINK_TABLE, and how many distinct keys. */
   readonly sink?: { readonly rows: number; readonly keys: number };
 }
 
-async function runDrain(bench: Bench, kind: PgContender, workers: number, count = SETTINGS.drainCount, prefix = 'drain', transactional = false): Promise<DrainResult> {
-  if (transactional && kind !== 'delay') throw new Error('only nestjs-delay has transactional handlers');
+async function runDrain(
+  bench: Bench,
+  kind: PgContender,
+  workers: number,
+  count = SETTINGS.drainCount,
+  prefix = 'drain',
+  handler: DelayHandlerKind = 'noop',
+  concurrency = SETTINGS.concurrency,
+): Promise<DrainResult> {
+  if (handler !== 'noop' && kind !== 'delay') throw new Error('only nestjs-delay runs the handlers that write');
+  const writes = handler !== 'noop';
   await bench.reset(kind);
-  if (transactional) await bench.admin.query(`CREATE TABLE IF NOT EXISTS ${SINK_TABLE} (key text NOT NULL); TRUNCATE ${SINK_TABLE}`);
+  if (writes) await bench.admin.query(`CREATE TABLE IF NOT EXISTS ${SINK_TABLE} (key text NOT NULL); TRUNCATE ${SINK_TABLE}`);
   const atMs = Date.now();
   const loadRate = await bench.load(kind, prefix, count, () => atMs);
   await bench.vacuumAnalyze(SCHEMAS[kind]);
-  if (transactional) await bench.admin.query(`VACUUM ANALYZE ${SINK_TABLE}`);
+  if (writes) await bench.admin.query(`VACUUM ANALYZE ${SINK_TABLE}`);
   await bench.resetStatements();
-  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url, false, transactional), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
+  const loadAtStart = loadavg()[0];
+  const pool = await WorkerPool.start(workers, workerConfig(kind, bench.server.url, false, handler, concurrency), WORKER_SCRIPT, process.env.BENCH_PG_CPU_PROF);
   try {
     const deadline = Date.now() + Math.max(120_000, count * 2);
     await pool.waitForDone(count, deadline);
@@ -491,9 +509,9 @@ async function runDrain(bench: Bench, kind: PgContender, workers: number, count 
     const stats = runStats(await pool.reports(), count, prefix);
     const statements = await bench.topStatements(6);
     const left = await leftRows(bench, kind);
-    const sizesAfter = kind === 'delay' && !transactional ? await bench.schemaBytes(SCHEMAS.delay) : undefined;
-    const sink = transactional ? await sinkRows(bench) : undefined;
-    return { kind, transactional, workers, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter, sink };
+    const sizesAfter = kind === 'delay' && !writes ? await bench.schemaBytes(SCHEMAS.delay) : undefined;
+    const sink = writes ? await sinkRows(bench) : undefined;
+    return { kind, handler, workers, concurrency, loadAtStart, loadRate, stats, rate: stats.unique / ((stats.lastEnd - stats.firstStart) / 1000), left, statements, sizesAfter, sink };
   } finally {
     await pool.stop();
   }
@@ -842,32 +860,36 @@ async function explainAlongDrain(bench: Bench, claim: string): Promise<string[]>
 const MB = 2 ** 20;
 
 function drainLabel(result: DrainResult): string {
-  return result.transactional ? `${contenderLabel(result.kind)}, transactional + 1 INSERT` : contenderLabel(result.kind);
+  return result.handler !== 'noop' ? `${contenderLabel(result.kind)}, ${handlerLabel(result.handler)}` : contenderLabel(result.kind);
 }
 
-/** Phase 11: each drain beside the plain nestjs-delay drain and graphile-worker's with as many workers. */
+/** Phase 11: each drain beside the plain nestjs-delay drains (no-op, and one INSERT through a pool) and graphile-worker's with as many workers. */
 function transactionalDrainTable(drains: readonly DrainResult[]): string {
   const rows = drains.map((result) => {
-    const plain = drains.find((other) => other.kind === 'delay' && !other.transactional && other.workers === result.workers);
+    const delayWith = (handler: DelayHandlerKind): DrainResult | undefined => drains.find((other) => other.kind === 'delay' && other.handler === handler && other.workers === result.workers);
+    const plain = delayWith('noop');
+    const plainInsert = delayWith('insert');
     const graphile = drains.find((other) => other.kind === 'graphile' && other.workers === result.workers);
     const { stats } = result;
     return [
       `${result.workers}`,
       drainLabel(result),
-      result.transactional ? `${SETTINGS.txConcurrency}` : `${SETTINGS.concurrency}`,
+      `${result.concurrency}`,
       fmt(result.rate),
       plain && result !== plain ? ratio(result.rate / plain.rate) : '',
+      plainInsert && result !== plainInsert && result.kind === 'delay' && result.handler !== 'noop' ? ratio(result.rate / plainInsert.rate) : '',
       graphile && result !== graphile ? ratio(result.rate / graphile.rate) : '',
       `${stats.lost} / ${stats.duplicates}`,
       result.sink ? `${fmt(result.sink.rows)} (${fmt(result.sink.keys)} keys)` : '',
       fmt(stats.workerCpuMicros / Math.max(1, stats.runs), 0),
       fmt(result.left),
+      fmt(result.loadAtStart, 2),
     ];
   });
   return markdownTable(
-    ['workers', 'system', 'handlers in flight per worker', 'actions/s', 'x plain nestjs-delay drain', 'x graphile-worker', 'lost / duplicated', 'sink rows committed', 'worker CPU µs/action', 'left pending'],
+    ['workers', 'system', 'handlers in flight per worker', 'actions/s', 'x plain no-op drain', 'x plain INSERT drain', 'x graphile-worker', 'lost / duplicated', 'sink rows', 'worker CPU µs/action', 'left pending', 'load avg at start'],
     rows,
-    [true, false, true, true, true, true, true, true, true, true],
+    [true, false, true, true, true, true, true, true, true, true, true, true],
   );
 }
 
@@ -992,7 +1014,7 @@ function verdicts(
     lines.push(`- schedule with ${SETTINGS.inFlight} in flight: ${fmt(ours)}/s = ${ratio(ours / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours >= 2 * best)}`);
   }
   for (const workers of SETTINGS.workerCounts) {
-    const ours = drains.find((result) => result.kind === 'delay' && !result.transactional && result.workers === workers);
+    const ours = drains.find((result) => result.kind === 'delay' && result.handler === 'noop' && result.concurrency === SETTINGS.concurrency && result.workers === workers);
     if (ours === undefined) continue;
     const best = Math.max(...drains.filter((result) => result.kind !== 'delay' && result.workers === workers).map((result) => result.rate));
     lines.push(`- drain, ${workers} worker(s): ${fmt(ours.rate)}/s = ${ratio(ours.rate / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours.rate >= 2 * best)}`);
@@ -1006,16 +1028,28 @@ function verdicts(
     lines.push(`- drain, ${workers} worker(s), nestjs-delay lost / duplicated: ${ours.stats.lost} / ${ours.stats.duplicates} (target 0 / 0): ${mark(ours.stats.lost === 0 && ours.stats.duplicates === 0)}`);
   }
   for (const workers of SETTINGS.workerCounts) {
-    const tx = drains.find((result) => result.transactional && result.workers === workers);
-    const plain = drains.find((result) => result.kind === 'delay' && !result.transactional && result.workers === workers);
+    const delayWith = (handler: DelayHandlerKind): DrainResult | undefined =>
+      drains.find((result) => result.kind === 'delay' && result.handler === handler && result.concurrency === SETTINGS.txConcurrency && result.workers === workers);
+    const tx = delayWith('transactional-insert');
+    const plain = delayWith('noop');
     if (tx === undefined || plain === undefined) continue;
+    const plainInsert = delayWith('insert');
+    const txNoop = delayWith('transactional');
     const graphile = drains.find((result) => result.kind === 'graphile' && result.workers === workers);
-    const sinkWhole = tx.sink !== undefined && tx.sink.rows === SETTINGS.drainCount && tx.sink.keys === SETTINGS.drainCount;
     lines.push(
-      `- transactional drain (+1 INSERT each), ${workers} worker(s): ${fmt(tx.rate)}/s = ${ratio(tx.rate / plain.rate)} the plain drain's ${fmt(plain.rate)}/s (target >= 0.5x): ${mark(tx.rate >= 0.5 * plain.rate)}` +
+      `- transactional drain (+1 INSERT each), ${workers} worker(s): ${fmt(tx.rate)}/s = ${ratio(tx.rate / plain.rate)} the plain no-op drain's ${fmt(plain.rate)}/s (target >= 0.5x): ${mark(tx.rate >= 0.5 * plain.rate)}` +
+        (plainInsert ? `; = ${ratio(tx.rate / plainInsert.rate)} the plain drain with the same INSERT through a pool (${fmt(plainInsert.rate)}/s)` : '') +
+        (txNoop ? `; transactional no-op ${fmt(txNoop.rate)}/s = ${ratio(txNoop.rate / plain.rate)} the plain no-op drain` : '') +
         (graphile ? `; = ${ratio(tx.rate / graphile.rate)} graphile-worker's ${fmt(graphile.rate)}/s` : ''),
     );
-    lines.push(`- transactional drain, ${workers} worker(s): ${tx.sink?.rows ?? 'no'} sink rows for ${fmt(SETTINGS.drainCount)} actions, lost / duplicated ${tx.stats.lost} / ${tx.stats.duplicates} (target: one row per action): ${mark(sinkWhole && tx.stats.lost === 0)}`);
+    for (const result of [plainInsert, txNoop, tx]) {
+      if (result === undefined) continue;
+      const writes = result.handler !== 'transactional';
+      const sinkWhole = !writes || (result.sink !== undefined && result.sink.rows === SETTINGS.drainCount && result.sink.keys === SETTINGS.drainCount);
+      lines.push(
+        `- ${drainLabel(result)}, ${workers} worker(s): ${writes ? `${result.sink?.rows ?? 'no'} sink rows for ${fmt(SETTINGS.drainCount)} actions, ` : ''}lost / duplicated ${result.stats.lost} / ${result.stats.duplicates} (target: ${writes ? 'one row per action' : 'none lost'}): ${mark(sinkWhole && result.stats.lost === 0)}`,
+      );
+    }
   }
   const late = lateness.find((result) => result.kind === 'delay' && !result.zeroOffset);
   const lateWhatIf = lateness.find((result) => result.zeroOffset);
@@ -1066,7 +1100,7 @@ function versionOf(name: string): string {
 
 /** This run's headline comparisons, for bench/results/postgres.json (rows of the phases that ran). */
 function postgresResults(rates: readonly RateRow[], drains: readonly DrainResult[], lateness: readonly LatenessResult[], sizes: readonly SizeResult[], runs: string): ResultsUpdate {
-  const rows: Record<string, BarsRow[]> = { 'postgres-rates': [], 'postgres-lateness': [] };
+  const rows: Record<string, BarsRow[]> = { 'postgres-rates': [], 'postgres-lateness': [], 'postgres-transactional': [] };
   const peers: readonly PgContender[] = ['pgboss', 'graphile'];
   const faster = (values: ReadonlyMap<PgContender, number>, higher: boolean): Bar | null => {
     const known = peers.filter((kind) => Number.isFinite(values.get(kind)));
@@ -1079,12 +1113,33 @@ function postgresResults(rates: readonly RateRow[], drains: readonly DrainResult
   const peer = faster(concurrent, true);
   if (ours !== undefined && peer) rows['postgres-rates'].push({ label: 'schedule, 100 in flight', bars: [{ name: 'nestjs-delay', value: Math.round(ours) }, peer] });
   for (const workers of [1, 2]) {
-    const byKind = new Map(drains.filter((drain) => drain.workers === workers).map((drain) => [drain.kind, drain.rate]));
+    // Phase 4's no-op drains (phase 11's, charted apart below, leave this chart's rows as they were).
+    const byKind = new Map(
+      drains.filter((drain) => PHASES.has(4) && drain.workers === workers && drain.handler === 'noop' && drain.concurrency === SETTINGS.concurrency).map((drain) => [drain.kind, drain.rate]),
+    );
     const drainPeer = faster(byKind, true);
     const drained = byKind.get('delay');
     if (drained !== undefined && drainPeer) {
       rows['postgres-rates'].push({ label: `drain of 100,000 due, ${workers} worker${workers === 1 ? '' : 's'}`, bars: [{ name: 'nestjs-delay', value: Math.round(drained) }, drainPeer] });
     }
+  }
+  for (const workers of [1, 2]) {
+    const delayWith = (handler: DelayHandlerKind): DrainResult | undefined =>
+      drains.find((drain) => drain.kind === 'delay' && drain.handler === handler && drain.concurrency === SETTINGS.txConcurrency && drain.workers === workers);
+    const tx = delayWith('transactional-insert');
+    const plainInsert = delayWith('insert');
+    const plain = delayWith('noop');
+    const graphile = drains.find((drain) => drain.kind === 'graphile' && drain.concurrency === SETTINGS.txConcurrency && drain.workers === workers);
+    if (tx === undefined || plainInsert === undefined || plain === undefined || graphile === undefined) continue;
+    rows['postgres-transactional'].push({
+      label: `drain of 100,000 due, ${workers} worker${workers === 1 ? '' : 's'}`,
+      bars: [
+        { name: 'nestjs-delay, transactional + 1 INSERT', value: Math.round(tx.rate) },
+        { name: 'nestjs-delay, plain + the same INSERT (autocommit)', value: Math.round(plainInsert.rate) },
+        { name: 'nestjs-delay, plain no-op', value: Math.round(plain.rate) },
+        { name: 'graphile-worker, no-op', value: Math.round(graphile.rate) },
+      ],
+    });
   }
   const p99 = new Map(lateness.filter((result) => !result.zeroOffset && result.kind !== 'bare').map((result) => [result.kind as PgContender, quantile(result.stats.lateness, 0.99)]));
   const ourP99 = p99.get('delay');
@@ -1106,10 +1161,12 @@ async function main(): Promise<void> {
   const loadAtStart = fmt(loadavg()[0], 2);
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
-  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_HELD_SYSTEMS', 'BENCH_PG_EXPLAIN', 'BENCH_PG_CPU_PROF', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
+  const overrides = ['BENCH_PG_QUICK', 'BENCH_PG_PHASES', 'BENCH_PG_TX_CONCURRENCY', 'BENCH_PG_LARGE', 'BENCH_PG_HELD_TX_MS', 'BENCH_PG_HELD_SYSTEMS', 'BENCH_PG_EXPLAIN', 'BENCH_PG_CPU_PROF', 'BENCH_RESULTS_DIR'].filter((name) => process.env[name] !== undefined).map((name) => `${name}=${process.env[name]} `);
   const command = `${overrides.join('')}${npmScript ? `npm run ${npmScript}  ->  ` : ''}node ${[...process.execArgv, script].join(' ')}`;
 
-  const server = await BenchPostgresServer.start(['max_connections=200', 'shared_preload_libraries=pg_stat_statements']);
+  // Two workers' handler connections in phase 11 (a pool each as large as its handlers in flight), their drivers' and the bench's own.
+  const maxConnections = Math.max(200, 2 * (SETTINGS.txConcurrency + 10) + 80);
+  const server = await BenchPostgresServer.start([`max_connections=${maxConnections}`, 'shared_preload_libraries=pg_stat_statements']);
   const bench = new Bench(server);
   try {
     await bench.start();
@@ -1190,20 +1247,25 @@ async function main(): Promise<void> {
     }
 
     if (PHASES.has(11)) {
-      // The plain drain and graphile-worker's of this run: phase 4's when it ran, else measured here, the same way.
+      // Every drain of the phase with as many handlers in flight; phase 4's no-op drains stand for its own when it
+      // ran with the same number.
+      const concurrency = SETTINGS.txConcurrency;
       const txDrains: DrainResult[] = [];
       for (const workers of SETTINGS.workerCounts) {
         for (const kind of ['graphile', 'delay'] as const) {
-          txDrains.push(drains.find((result) => result.kind === kind && result.workers === workers) ?? (await runDrain(bench, kind, workers)));
+          const known = drains.find((result) => result.kind === kind && result.handler === 'noop' && result.concurrency === concurrency && result.workers === workers);
+          txDrains.push(known ?? (await runDrain(bench, kind, workers, SETTINGS.drainCount, 'drain', 'noop', concurrency)));
         }
-        txDrains.push(await runDrain(bench, 'delay', workers, SETTINGS.drainCount, 'drain', true));
+        for (const handler of ['insert', 'transactional', 'transactional-insert'] as const) {
+          txDrains.push(await runDrain(bench, 'delay', workers, SETTINGS.drainCount, 'drain', handler, concurrency));
+        }
       }
       drains.push(...txDrains.filter((result) => !drains.includes(result)));
       console.log(
-        `\n## 11. Transactional drain: ${fmt(SETTINGS.drainCount)} due actions, consumed by 1 then 2 worker processes whose handler is \`transactional: true\` and inserts one row into ${SINK_TABLE} through context.transaction (the run's transaction on the driver's own connection, committed with the action's completion); beside the plain drain (no-op handlers, completions acked in batches) and graphile-worker's, in this run\n`,
+        `\n## 11. Transactional drains: ${fmt(SETTINGS.drainCount)} due actions, consumed by 1 then 2 worker processes, ${concurrency} handlers in flight per worker, with nestjs-delay's handler: a no-op; one INSERT into ${SINK_TABLE} through a pg pool of the worker's (${concurrency} connections, autocommit); \`transactional: true\` and nothing else (the run's transaction: the arming's lock and the completion); \`transactional: true\` and the same INSERT through context.transaction (the run's transaction on the driver's own connection, committed with the action's completion); beside graphile-worker's, in this run\n`,
       );
       console.log(transactionalDrainTable(txDrains));
-      console.log('\nServer time by statement during each drain (pg_stat_statements, top 4; a commit\'s WAL flush is not in it):\n');
+      console.log("\nServer time by statement during each drain (pg_stat_statements, top 4; a commit's WAL flush is not in it):\n");
       console.log(statementsTable(txDrains));
     }
 

@@ -150,6 +150,8 @@ const BENCHMARK_PAGES = [
         '',
         '![PostgreSQL driver, lateness p99](docs/benchmarks/charts/postgres-lateness.svg)',
         '',
+        '![PostgreSQL driver, transactional handlers: drain, actions per second](docs/benchmarks/charts/postgres-transactional.svg)',
+        '',
         '![Recurring schedules against BullMQ job schedulers](docs/benchmarks/charts/recurring-vs-bullmq.svg)',
         '',
         '![Bytes per pending action](docs/benchmarks/charts/memory.svg)',

@@ -9,8 +9,20 @@ export const NAME = 'bench';
 /** The schemas of each system, on the bench's one database. */
 export const SCHEMAS = { delay: 'nestjs_delay', pgboss: 'pgboss', graphile: 'graphile_worker', bare: 'bare' } as const;
 
-/** Phase 11: the table each transactional handler inserts its one row into, through `context.transaction`. */
+/** Phase 11: the table the handlers that write insert their one row into (through `context.transaction`, or the worker's pool). */
 export const SINK_TABLE = 'public.bench_sink';
+
+/**
+ * nestjs-delay's handler in a worker (phase 11 runs each): a no-op; an INSERT of one row into SINK_TABLE through a
+ * `pg` pool of the worker's (autocommit, as concurrency connections); `transactional: true` with no statement of its
+ * own (the run's transaction holds the arming's lock and the completion only); `transactional: true` with the same
+ * INSERT through `context.transaction`.
+ */
+export type DelayHandlerKind = 'noop' | 'insert' | 'transactional' | 'transactional-insert';
+
+export function handlerLabel(handler: DelayHandlerKind): string {
+  return { noop: 'no-op', insert: '1 INSERT through a pool (autocommit)', transactional: 'transactional, no-op', 'transactional-insert': 'transactional + 1 INSERT' }[handler];
+}
 
 export type PgContender = 'delay' | 'pgboss' | 'graphile';
 
@@ -34,9 +46,6 @@ export interface PgWorkerConfig {
    * statement's send (a what-if: what a perfect estimate would give).
    */
   readonly zeroOffset?: boolean;
-  /**
-   * nestjs-delay only: the handler is `transactional: true` (each run one transaction of the driver's own
-   * connection with the action's completion) and inserts one row into SINK_TABLE through `context.transaction`.
-   */
-  readonly transactional?: boolean;
+  /** nestjs-delay only: what its handler does (a no-op if not given). */
+  readonly handler?: DelayHandlerKind;
 }

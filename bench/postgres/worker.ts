@@ -14,10 +14,12 @@
 // notify false and the instance with useListenNotify false), graphile-worker
 // 2 s (NOTIFY on insert of a job that is due at once only).
 //
-// `transactional` (nestjs-delay, phase 11): the handler is marked
-// `transactional: true` and inserts one row into SINK_TABLE through
-// `context.transaction` (the `pg` client of the run's transaction, which the
-// driver opens on a pool of its own sized for `concurrency`).
+// `handler` (nestjs-delay, phase 11): a no-op; one INSERT into SINK_TABLE
+// through a `pg` pool of the worker's (`concurrency` connections,
+// autocommit); `transactional: true` with nothing of its own; or
+// `transactional: true` with the same INSERT through `context.transaction`
+// (the `pg` client of the run's transaction, which the driver opens on a pool
+// of its own sized for `concurrency`).
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -25,6 +27,7 @@ import { Logger, run } from 'graphile-worker';
 import { PgBoss } from 'pg-boss';
 import { DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
 import type { DelayContext } from 'nestjs-delay';
+import { Pool } from 'pg';
 import type { PoolClient } from 'pg';
 import { NAME, SCHEMAS, SINK_TABLE } from './protocol';
 import type { BenchPayload, PgWorkerConfig } from './protocol';
@@ -50,8 +53,30 @@ class BenchHandler {
   }
 }
 
+/** The worker's own pool for the plain handler that inserts (autocommit): as many connections as handlers in flight. */
+const sinkPool = config.handler === 'insert' ? new Pool({ connectionString: config.url, max: config.concurrency }) : undefined;
+
+@Injectable()
+class InsertBenchHandler {
+  @OnDelayExpired(NAME, { concurrency: config.concurrency, attempts: 1 })
+  async onExpired(context: DelayContext<BenchPayload>): Promise<void> {
+    if (context.payload === undefined) throw new Error(`no payload under ${context.key}`);
+    await sinkPool?.query(`INSERT INTO ${SINK_TABLE} (key) VALUES ($1)`, [context.payload.key]);
+    recorder.run(context.payload.key, context.payload.dueAt);
+  }
+}
+
 @Injectable()
 class TransactionalBenchHandler {
+  @OnDelayExpired(NAME, { concurrency: config.concurrency, attempts: 1, transactional: true })
+  async onExpired(context: DelayContext<BenchPayload>): Promise<void> {
+    if (context.payload === undefined) throw new Error(`no payload under ${context.key}`);
+    recorder.run(context.payload.key, context.payload.dueAt);
+  }
+}
+
+@Injectable()
+class TransactionalInsertBenchHandler {
   @OnDelayExpired(NAME, { concurrency: config.concurrency, attempts: 1, transactional: true })
   async onExpired(context: DelayContext<BenchPayload>): Promise<void> {
     if (context.payload === undefined) throw new Error(`no payload under ${context.key}`);
@@ -61,9 +86,11 @@ class TransactionalBenchHandler {
   }
 }
 
+const HANDLERS = { noop: BenchHandler, insert: InsertBenchHandler, transactional: TransactionalBenchHandler, 'transactional-insert': TransactionalInsertBenchHandler } as const;
+
 @Module({
   imports: [DelayModule.forRoot({ driver: { type: 'postgres', connectionString: config.url, schema: SCHEMAS.delay, claimBatch: config.claimBatch } })],
-  providers: [config.transactional === true ? TransactionalBenchHandler : BenchHandler],
+  providers: [HANDLERS[config.handler ?? 'noop']],
 })
 class WorkerModule {}
 
@@ -85,7 +112,10 @@ async function startDelay(): Promise<() => Promise<void>> {
     Object.defineProperty(offset, 'value', { get: () => 0 });
     Object.defineProperty(offset, 'observe', { value: () => undefined });
   }
-  return () => app.close();
+  return async () => {
+    await app.close();
+    await sinkPool?.end();
+  };
 }
 
 async function startPgBoss(): Promise<() => Promise<void>> {

@@ -20,7 +20,15 @@ const lockWaits: Array<{ code: string; waitedMs: number }> = [];
 /** What the handler does, per key: throw after writing on these attempts, or sleep past its timeout. */
 const behaviour = new Map<
   string,
-  { throwOn?: number[]; sleepMsOn?: { attempt: number; ms: number }; writeAfterSleep?: boolean; sqlSleepOn?: number; duplicateOn?: number; runNowOn?: number }
+  {
+    throwOn?: number[];
+    sleepMsOn?: { attempt: number; ms: number };
+    writeAfterSleep?: boolean;
+    sqlSleepOn?: number;
+    duplicateOn?: number;
+    runNowOn?: number;
+    swallowOn?: number;
+  }
 >();
 /** What a run that outlived its timeout still tried to write once it woke up, and how that ended. */
 const lateWrites: string[] = [];
@@ -75,6 +83,8 @@ class LedgerHandlers {
         );
       }
     }
+    // A statement that fails, its error caught: the transaction is aborted, and the handler returns as if all went well.
+    if (plan?.swallowOn === attempt) await client.query('SELECT 1 / 0').catch(() => undefined);
     if (plan?.throwOn?.includes(attempt)) throw new Error(`attempt ${attempt} fails after its writes`);
   }
 
@@ -218,6 +228,75 @@ describe('postgres: transactional handlers commit with their action', () => {
     expect(await ledger('order-7')).toEqual([2]);
     expect(await server.admin(`SELECT k FROM checked_at_commit WHERE k = 'order-7'`, [], true)).toEqual([]);
     expect((await delay.listDead(TOPIC)).items).toEqual([]);
+  });
+
+  it('on its own connection a run sends two messages besides the handler\'s statements: BEGIN with the lock of its arming, its completion with COMMIT', async () => {
+    const proxy = await TcpFaultProxy.start(server.port);
+    try {
+      const url = new URL(server.url);
+      url.port = String(proxy.port);
+      const { delay } = await boot(url.href);
+      const sent = proxy.recordQueries();
+      await delay.schedule(TOPIC, 'order-10', { delay: 0 });
+      await pollUntil(async () => (await delay.get(TOPIC, 'order-10')) === null, 'the completion', 10_000);
+      expect(await ledger('order-10')).toEqual([1]);
+      const frame = sent.texts.filter((text) => /\b(BEGIN|COMMIT|ROLLBACK)\b|begin_run|complete_run/.test(text));
+      expect(frame).toHaveLength(2);
+      expect(frame[0]).toMatch(/^BEGIN;SELECT \S+\.begin_run\(/);
+      expect(frame[1]).toMatch(/^SELECT \S+\.complete_run\(.*;COMMIT$/s);
+    } finally {
+      await app?.close();
+      app = undefined;
+      await proxy.close();
+    }
+  });
+
+  it('a handler that catches a failed statement and returns: the completion sent with COMMIT is refused (the transaction is aborted), the COMMIT never runs, and the run is retried after the backoff', async () => {
+    const { delay, handlers } = await boot();
+    behaviour.set('order-11', { swallowOn: 1 });
+    await delay.schedule(TOPIC, 'order-11', { delay: 0 });
+    await pollUntil(async () => (await delay.get(TOPIC, 'order-11')) === null, 'the retry', 10_000);
+    expect(handlers.runs.map((run) => run.attempt)).toEqual([1, 2]);
+    // An ordinary failure (the server refused the statement), not a commit in doubt: after the backoff.
+    expect(handlers.runs[1].at - handlers.runs[0].at).toBeGreaterThanOrEqual(190);
+    expect(await ledger('order-11')).toEqual([2]);
+    expect(await delay.get(FOLLOW_UP, 'order-11@1')).toBeNull();
+  });
+
+  it('a framed transaction whose first statement finds no arming ends with a ROLLBACK and keeps its connection; a failed last statement skips the COMMIT', async () => {
+    const transactions = new PostgresHandlerTransactions(server.url, undefined, 3_000);
+    transactions.sizeFor(1);
+    const pid = async (client: unknown): Promise<number> => Number((await (client as PoolClient).query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+    try {
+      const pids: number[] = [];
+      const gone = await transactions.framed('SELECT false AS found', async (client, opened) => {
+        pids.push(await pid(client));
+        await (client as PoolClient).query(`INSERT INTO ledger (key, attempt) VALUES ('framed-gone', 1)`);
+        return opened[0]?.found === true ? 'SELECT 1' : null;
+      });
+      expect(gone).toBe(false);
+      await expect(
+        transactions.framed('SELECT true AS found', async (client) => {
+          pids.push(await pid(client));
+          await (client as PoolClient).query(`INSERT INTO ledger (key, attempt) VALUES ('framed-failed', 1)`);
+          return 'SELECT 1 / 0';
+        }),
+      ).rejects.toMatchObject({ code: '22012' });
+      const committed = await transactions.framed('SELECT true AS found', async (client) => {
+        pids.push(await pid(client));
+        await (client as PoolClient).query(`INSERT INTO ledger (key, attempt) VALUES ('framed-committed', 1)`);
+        return 'SELECT 1';
+      });
+      expect(committed).toBe(true);
+      // The ROLLBACK kept the connection; the failure destroyed it.
+      expect(pids[1]).toBe(pids[0]);
+      expect(pids[2]).not.toBe(pids[1]);
+      expect(await ledger('framed-gone')).toEqual([]);
+      expect(await ledger('framed-failed')).toEqual([]);
+      expect(await ledger('framed-committed')).toEqual([1]);
+    } finally {
+      await transactions.close();
+    }
   });
 
   it("a handler another run sets off (an action it writes on its own, due now) is not part of that run's transaction", async () => {

@@ -38,6 +38,8 @@ export class CommitOutcomeUnknownError extends Error {
 export class TransactionalRun {
   private readonly binder: TransactionBinder;
   private readonly open: (<T>(work: (transaction: unknown) => Promise<T>) => Promise<T>) | undefined;
+  /** The driver opens the runs' transactions itself, and sends its first and last statements with BEGIN and COMMIT. */
+  private readonly own: boolean;
 
   constructor(
     @Inject(DELAY_DRIVER) private readonly driver: DelayDriver,
@@ -45,6 +47,7 @@ export class TransactionalRun {
   ) {
     this.binder = new TransactionBinder(driver, options?.transactions);
     this.open = options?.transactions?.run ?? (driver.runTransaction ? (work) => driver.runTransaction!(work) : undefined);
+    this.own = options?.transactions?.run === undefined && typeof driver.runOwnTransaction === 'function';
   }
 
   get driverName(): string {
@@ -53,10 +56,32 @@ export class TransactionalRun {
 
   /** Whether this driver can run `transactional` handlers. */
   get supported(): boolean {
-    return this.driver.supportsTransactions === true && typeof this.driver.beginRun === 'function' && typeof this.driver.completeRun === 'function' && this.open !== undefined;
+    if (this.driver.supportsTransactions !== true) return false;
+    return this.own || (typeof this.driver.beginRun === 'function' && typeof this.driver.completeRun === 'function' && this.open !== undefined);
   }
 
-  async run(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
+  run(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
+    return this.own ? this.runOwn(handler, delivery, context, signal) : this.runOpened(handler, delivery, context, signal);
+  }
+
+  /** On the driver's own transaction: the driver sends the lock with BEGIN and the completion with COMMIT. */
+  private async runOwn(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
+    const { driver } = this;
+    if (!driver.runOwnTransaction) throw new Error(`the "${driver.name}" driver cannot run transactional handlers`);
+    let handled = false;
+    try {
+      return await driver.runOwnTransaction(delivery, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER, async (transaction) => {
+        await this.invoke(handler, context, signal, transaction);
+        handled = true;
+      });
+    } catch (error) {
+      // The completion goes with the COMMIT: after the handler, a failure the server did not send leaves it in doubt.
+      throw handled && !refusedByServer(error) ? new CommitOutcomeUnknownError(error) : error;
+    }
+  }
+
+  /** On a transaction `transactions.run` (or the driver's runTransaction) opens: the lock and the completion are statements of their own in it. */
+  private async runOpened(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
     const { driver, open } = this;
     if (!open || !driver.beginRun || !driver.completeRun) throw new Error(`the "${driver.name}" driver cannot run transactional handlers`);
     const beginRun = driver.beginRun.bind(driver);
@@ -67,13 +92,7 @@ export class TransactionalRun {
         const bound = this.binder.bind(transaction);
         if (!bound) throw new Error('transactions.run handed the work no transaction');
         if (!(await beginRun(delivery, bound, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER))) return 'gone' as const;
-        context.transaction = transaction;
-        await untilAborted(
-          withHandlerTransaction(transaction, signal, () => Promise.resolve(handler.invoke(context))),
-          signal,
-        ).finally(() => (context.transaction = undefined));
-        // Given up meanwhile (timeout, shutdown): rolled back, as the failure already reported says.
-        if (signal.aborted) throw signal.reason;
+        await this.invoke(handler, context, signal, transaction);
         await completeRun(delivery, bound);
         written = true;
         return 'committed' as const;
@@ -82,6 +101,17 @@ export class TransactionalRun {
       // A COMMIT the server refused (a deferred constraint, a serialization failure) rolled back: an ordinary failure.
       throw written && !refusedByServer(error) ? new CommitOutcomeUnknownError(error) : error;
     }
+  }
+
+  /** The handler, with `transaction` as its context's and as the one DelayService binds; rejects once the run is given up. */
+  private async invoke(handler: RegisteredHandler, context: HandlerContext, signal: AbortSignal, transaction: unknown): Promise<void> {
+    context.transaction = transaction;
+    await untilAborted(
+      withHandlerTransaction(transaction, signal, () => Promise.resolve(handler.invoke(context))),
+      signal,
+    ).finally(() => (context.transaction = undefined));
+    // Given up meanwhile (timeout, shutdown): rolled back, as the failure already reported says.
+    if (signal.aborted) throw signal.reason;
   }
 }
 

@@ -14,6 +14,8 @@ import { AddressInfo, createServer, Server, Socket, connect } from 'node:net';
 export class TcpFaultProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
   private readonly resets: Array<{ marker: string; left: number; at: number[] }> = [];
+  /** The texts of the simple-protocol queries (Query messages) clients sent, once recordQueries() was called. */
+  private recorded: string[] | undefined;
   /** Named statements seen parsed on any connection, name → text: a later run of one sends only its name. */
   private readonly named = new Map<string, string>();
 
@@ -58,7 +60,14 @@ export class TcpFaultProxy {
     return rule;
   }
 
+  /** From now on, the text of every simple-protocol query (a Query message) any client sends, in order. */
+  recordQueries(): { readonly texts: readonly string[] } {
+    this.recorded = [];
+    return { texts: this.recorded };
+  }
+
   private inspect(pair: { client: Socket; upstream: Socket }, chunk: Buffer): void {
+    if (this.recorded) this.recorded.push(...queryTexts(chunk));
     const text = this.withNamedTexts(chunk.toString('latin1'));
     const rule = this.resets.find((candidate) => candidate.left > 0 && text.includes(candidate.marker));
     if (!rule) return;
@@ -126,4 +135,16 @@ export class TcpFaultProxy {
     }
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** The texts of the Query messages ('Q', length, text, NUL) a chunk holds whole; anything else is skipped by its length. */
+function queryTexts(chunk: Buffer): string[] {
+  const texts: string[] = [];
+  for (let at = 0; at + 5 <= chunk.length; ) {
+    const length = chunk.readUInt32BE(at + 1);
+    if (length < 4 || at + 1 + length > chunk.length) break;
+    if (chunk[at] === 0x51) texts.push(chunk.toString('utf8', at + 5, at + length));
+    at += 1 + length;
+  }
+  return texts;
 }

@@ -27,8 +27,9 @@ export interface DelayDriver {
   /**
    * Opens a transaction on a connection of the driver's own for a
    * transactional handler, when the application configured no
-   * `transactions.run`: `work` gets the transaction object (one the
-   * transaction adapters recognise), and it commits if `work` resolves.
+   * `transactions.run` and the driver has no runOwnTransaction: `work`
+   * gets the transaction object (one the transaction adapters recognise),
+   * and it commits if `work` resolves.
    */
   runTransaction?<T>(work: (transaction: unknown) => Promise<T>): Promise<T>;
   /**
@@ -42,6 +43,18 @@ export interface DelayDriver {
   beginRun?(delivery: Delivery, transaction: DriverTransaction, lockTimeoutMs: number): Promise<boolean>;
   /** Last statement of a transactional run, in its transaction: records the run's completion (a recurring occurrence's last run too). */
   completeRun?(delivery: Delivery, transaction: DriverTransaction): Promise<void>;
+  /**
+   * Optional, used instead of runTransaction, beginRun and completeRun when
+   * the application configured no `transactions.run`: the whole run in a
+   * transaction of the driver's own, whose first and last statements the
+   * driver sends with the transaction's own commands (postgres: `BEGIN` in
+   * one message with the arming's lock, the completion in one message with
+   * `COMMIT`). `work` runs the handler with the transaction object; it is
+   * not called, and the run ends 'gone', when the arming is gone. After
+   * `work` resolves, a rejection that carries no SQLSTATE of the server's
+   * leaves the commit in doubt, as a failed COMMIT does.
+   */
+  runOwnTransaction?(delivery: Delivery, lockTimeoutMs: number, work: (transaction: unknown) => Promise<void>): Promise<'committed' | 'gone'>;
   // ---- end transactional handlers ----
 
   schedule(command: ScheduleCommand): Promise<ScheduleResult>;

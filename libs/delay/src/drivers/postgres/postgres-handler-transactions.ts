@@ -8,12 +8,14 @@ import { settleWithin } from '../../utils/settle-within';
 /**
  * The transactions of transactional handlers when the application gives no
  * `transactions.run`: each on a connection of its own, BEGIN ... COMMIT
- * around the run, the `pg` client handed to the handler. A run holds its
+ * around the run (sent with the driver's first and last statements of the
+ * run, see framed()), the `pg` client handed to the handler. A run holds its
  * connection as long as its handler runs, so they come from a pool apart
  * from the driver's (whose connections claims, renewals and outcomes need
  * at once), sized for the handlers that may run at once; on the
- * application's pool (`pool` given), from that pool. Opening, BEGIN, COMMIT
- * are each bounded by `commandTimeout`; the handler's own statements are not
+ * application's pool (`pool` given), from that pool. Opening, and the
+ * messages with BEGIN and with COMMIT, are each bounded by
+ * `commandTimeout`; the handler's own statements are not
  * (its `timeout` is). A connection is given back only after a COMMIT that
  * answered: after a failure it is destroyed, which rolls the transaction
  * back, so a handler still running after its run was given up (its
@@ -37,6 +39,47 @@ export class PostgresHandlerTransactions {
   }
 
   async run<T>(work: (transaction: unknown) => Promise<T>): Promise<T> {
+    return this.withConnection(async (client, bound) => {
+      await bound(client.query('BEGIN'), 'BEGIN');
+      // If work fails, no ROLLBACK: a statement the handler still has in flight (it was given up at its timeout and
+      // goes on) would run before it, and its next one after it, on its own. The connection is destroyed instead:
+      // what is queued on it fails, and the server rolls the transaction back.
+      const result = await work(client);
+      await bound(client.query('COMMIT'), 'COMMIT');
+      return result;
+    });
+  }
+
+  /**
+   * A transaction whose first and last statements are the driver's, in two
+   * round trips instead of four: `BEGIN` and `opening` go as one message
+   * (the simple query protocol runs them in order, and the transaction
+   * stays open after it), then `work` runs with the client and `opening`'s
+   * rows, then the statement it resolves goes as one message with `COMMIT`
+   * (an error in it skips the COMMIT). `work` resolving null ends the
+   * transaction with a ROLLBACK, nothing written, and the connection is
+   * kept. Both SQL texts must carry no parameters (literals only). Each
+   * message is bounded by `commandTimeout`; a failure destroys the
+   * connection, as in run().
+   */
+  framed(opening: string, work: (transaction: unknown, opened: ReadonlyArray<Record<string, unknown>>) => Promise<string | null>): Promise<boolean> {
+    return this.withConnection(async (client, bound) => {
+      const opened = lastRows(await bound(client.query(`BEGIN;${opening}`), "BEGIN and the run's first statement"));
+      const closing = await work(client, opened);
+      if (closing === null) {
+        await bound(client.query('ROLLBACK'), 'ROLLBACK');
+        return false;
+      }
+      await bound(client.query(`${closing};COMMIT`), "the run's last statement and COMMIT");
+      return true;
+    });
+  }
+
+  /**
+   * A connection of the pool for `body`, with every statement of the frame bounded by `commandTimeout` (`bound`):
+   * given back once `body` resolves, destroyed if it rejects.
+   */
+  private async withConnection<T>(body: (client: PgPoolClientLike, bound: <R>(promise: Promise<R>, what: string) => Promise<R>) => Promise<T>): Promise<T> {
     const pool = this.pool();
     const bound = <R>(promise: Promise<R>, what: string): Promise<R> =>
       settleWithin(promise, this.commandTimeoutMs, () => new DriverUnavailableError(`PostgreSQL did not answer ${what} within ${this.commandTimeoutMs} ms`));
@@ -51,12 +94,7 @@ export class PostgresHandlerTransactions {
     client.on('error', onError);
     let healthy = false;
     try {
-      await bound(client.query('BEGIN'), 'BEGIN');
-      // If work fails, no ROLLBACK: a statement the handler still has in flight (it was given up at its timeout and
-      // goes on) would run before it, and its next one after it, on its own. The connection is destroyed (below)
-      // instead: what is queued on it fails, and the server rolls the transaction back.
-      const result = await work(client);
-      await bound(client.query('COMMIT'), 'COMMIT');
+      const result = await body(client, bound);
       healthy = true;
       return result;
     } finally {
@@ -94,4 +132,11 @@ export class PostgresHandlerTransactions {
     }
     return this.ownPool as unknown as PgPoolLike;
   }
+}
+
+/** The rows of a message's last statement: pg resolves an array of results for a message of several statements. */
+function lastRows(result: unknown): ReadonlyArray<Record<string, unknown>> {
+  const last: unknown = Array.isArray(result) ? result[result.length - 1] : result;
+  const rows = typeof last === 'object' && last !== null ? (last as { rows?: unknown }).rows : undefined;
+  return Array.isArray(rows) ? (rows as Array<Record<string, unknown>>) : [];
 }

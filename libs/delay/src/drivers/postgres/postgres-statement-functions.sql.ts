@@ -450,11 +450,12 @@ $fn$;
 -- re-arm made meanwhile waits for it and applies on top, and a claim taking
 -- back an expired lease skips it. Lock waits in the transaction are bounded
 -- by p_lock_timeout ms. False when the arming is gone (cancelled, re-armed,
--- taken back): the run must not go on.
+-- taken back): the run must not go on. p_tx_store null: no guard (the
+-- driver's own transaction, begun in the same message).
 CREATE FUNCTION __schema__.begin_run(p_topic text, p_member text, p_token bigint, p_tx_store text, p_lock_timeout bigint) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  PERFORM __schema__.clock_ms(p_tx_store);
+  IF p_tx_store IS NOT NULL THEN PERFORM __schema__.clock_ms(p_tx_store); END IF;
   PERFORM set_config('lock_timeout', greatest(p_lock_timeout, 1)::text || 'ms', true);
   PERFORM 1 FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_member AND a.token = p_token FOR UPDATE;
   RETURN FOUND;
@@ -464,13 +465,19 @@ $fn$;
 -- complete_run: the last statement of a transactional handler's transaction:
 -- the run's completion (its row deleted, if the handler did not cancel or
 -- re-arm it itself), and a recurring occurrence's last run (p_started not
--- null). It commits with what the handler wrote, or not at all.
+-- null). It commits with what the handler wrote, or not at all. p_tx_store
+-- null: no guard (the driver's own transaction). A one-off action's row is
+-- deleted here, by its key, not through complete's arrays.
 CREATE FUNCTION __schema__.complete_run(p_topic text, p_member text, p_token bigint, p_started bigint, p_tx_store text) RETURNS integer
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  v_completed integer;
 BEGIN
-  PERFORM __schema__.clock_ms(p_tx_store);
+  IF p_tx_store IS NOT NULL THEN PERFORM __schema__.clock_ms(p_tx_store); END IF;
   IF p_started IS NULL THEN
-    RETURN (SELECT c.completed FROM __schema__.complete(p_topic, ARRAY[p_member], ARRAY[p_token]) c);
+    DELETE FROM __schema__.actions a WHERE a.topic = p_topic AND a.member = p_member AND a.token = p_token;
+    GET DIAGNOSTICS v_completed = ROW_COUNT;
+    RETURN v_completed;
   END IF;
   RETURN (SELECT c.completed FROM __schema__.complete_occurrences(p_topic, ARRAY[p_member], ARRAY[p_token], ARRAY[p_started]) c);
 END

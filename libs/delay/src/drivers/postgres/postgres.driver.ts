@@ -34,6 +34,7 @@ import { InFlightTracker } from '../in-flight-tracker';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { PostgresHandlerTransactions } from './postgres-handler-transactions';
+import { inlineParameters } from './postgres-literals';
 import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 import { PostgresConnection, Row } from './postgres-connection';
 import { POSTGRES_DEFAULT_SCHEMA, SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
@@ -282,6 +283,26 @@ export class PostgresDriver implements DelayDriver {
     // An occurrence of a recurring schedule: its completion also records it as the schedule's last run.
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
     await this.connection.inTransaction(transaction, this.sql.completeRun, [delivery.topic, this.memberOf(delivery), delivery.token, startedAt, await this.store()]);
+  }
+
+  /**
+   * The run on a connection of the driver's own, in two round trips besides the handler's statements: `BEGIN` with
+   * begin_run, then complete_run with `COMMIT` (see PostgresHandlerTransactions.framed). Neither statement passes
+   * the store's id: the guard that checks it would refuse begin_run (a statement in the message that began its
+   * transaction looks like one in autocommit to it), and both are known to run in the transaction this opened, on
+   * the driver's database.
+   */
+  async runOwnTransaction(delivery: Delivery, lockTimeoutMs: number, work: (transaction: unknown) => Promise<void>): Promise<'committed' | 'gone'> {
+    const { topic, token } = delivery;
+    const member = this.memberOf(delivery);
+    const lockMs = Math.max(1, Math.min(this.connection.commandTimeoutMs, lockTimeoutMs));
+    const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
+    const committed = await this.handlerTransactions.framed(inlineParameters(this.sql.beginRun, [topic, member, token, null, lockMs]), async (transaction, opened) => {
+      if (opened[0]?.found !== true) return null;
+      await work(transaction);
+      return inlineParameters(this.sql.completeRun, [topic, member, token, startedAt, null]);
+    });
+    return committed ? 'committed' : 'gone';
   }
 
   /** The row a run of this process names (a closed batch is filed under its own id, not its key). */
