@@ -221,6 +221,24 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       subscription.unsubscribe();
     });
 
+    it.each([
+      ['12s', 2],
+      ['30s', 6],
+    ] as const)('{ within: %p } below the one-minute grace, every 5 s paused 40 s: runs the %d at most that old, not all 8', async (within, count) => {
+      const { clock, runs, delay } = await boot('2026-06-01T00:00:00Z');
+      await delay.upsertRecurring('fleet.tick', 'often', { every: '5s', anchor: 2_500, missed: { within }, overlap: 'allow' });
+      await clock.advance('3s'); // 00:00:02.5 ran
+      expect(runs.count('often')).toBe(1);
+      await delay.pause('fleet.tick');
+      await clock.advance('42s'); // 7.5 .. 42.5 due while paused; now 45: the 8 are 2.5 to 37.5 s old
+      await delay.resume('fleet.tick');
+      await clock.advance(0);
+      const caughtUp = runs.started.slice(1);
+      expect(caughtUp).toHaveLength(count);
+      const now = clock.now();
+      expect(caughtUp.every((run) => now - run.scheduledAt <= parseInt(within, 10) * 1000)).toBe(true);
+    });
+
     it('pausing one schedule parks it; resuming applies its missed-run policy and keeps the cadence', async () => {
       const { clock, runs, delay } = await boot('2026-06-01T00:30:00Z');
       await delay.upsertRecurring('fleet.tick', 'a', { every: '1h', missed: 'once' });

@@ -13,7 +13,8 @@ export type { OverlapPolicy } from '../interfaces/delay-driver.interface';
  * - `'skip'`: missed occurrences do not run;
  * - `'once'` (default): they run as one, the latest of them;
  * - `'all'`: each runs (at most 1000 per catch-up, the latest);
- * - `{ within }`: those missed by at most `within` run.
+ * - `{ within }`: those missed by at most `within` run, exactly (a `within` below the minute is not widened to it).
+ * Under every policy the latest occurrence runs when its tick is less than a minute late: it is not missed.
  */
 export type MissedRunPolicy = 'skip' | 'once' | 'all' | { readonly within: Duration };
 

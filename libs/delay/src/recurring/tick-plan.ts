@@ -62,7 +62,8 @@ export function planTick(recurrence: NextOccurrence, missed: StoredMissedPolicy,
       fire = due;
       break;
     case 'within':
-      fire = due.filter((instant) => now - instant <= Math.max(missed.withinMs, MISSED_GRACE_MS));
+      // The missed ones at most `within` old, exactly (never widened to the grace); the latest on time is no missed one.
+      fire = due.filter((instant) => now - instant <= missed.withinMs || (instant === latest && latestOnTime));
       break;
   }
   return { fire, missed: Math.max(0, total - fire.length), last: latest, next };
