@@ -17,6 +17,7 @@ import {
   ScheduleCommand,
   ScheduleManyCommand,
   ScheduleResult,
+  SeriesBlocker,
   SeriesRunRecord,
   StoredAction,
   StoredDeadAction,
@@ -31,6 +32,7 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { readSkippedOccurrence } from '../series-blocker-field';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { PostgresHandlerTransactions } from './postgres-handler-transactions';
@@ -343,6 +345,8 @@ export class PostgresDriver implements DelayDriver {
     const [nextKind, nextValue, nextPayload] =
       next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
     const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
+    const { whileAlive } = command;
+    const whileAliveDue = whileAlive ? dueParams(whileAlive.next.due) : undefined;
     const sentAt = Date.now();
     const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (txStore) => [
       topic,
@@ -359,6 +363,10 @@ export class PostgresDriver implements DelayDriver {
       command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
       command.orphanGraceMs ?? 0,
       txStore,
+      whileAlive ? ('delayMs' in whileAlive.next.due ? 'delay' : 'at') : null,
+      whileAliveDue ? whileAliveDue[1] : 0,
+      whileAlive ? whileAlive.next.payload : null,
+      whileAlive ? whileAlive.skipped : [],
     ]);
     const row = rows[0];
     this.sawNow(row.now_ms, sentAt);
@@ -374,7 +382,9 @@ export class PostgresDriver implements DelayDriver {
     // earliest due time notifies no one, and a consumer whose slots are all busy sleeps until its next tick.
     // In the caller's transaction, the notification (sent at its commit, none at a rollback) is the only wake-up.
     if (!command.transaction && row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
-    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled };
+    const blockedBy: SeriesBlocker | undefined =
+      row.blocker === null ? undefined : { occurrenceKey: String(row.blocker), state: row.blocker_state === 'running' ? 'running' : 'waiting', dueAt: int(row.blocker_due), attempt: int(row.blocker_attempt) };
+    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled, ...(blockedBy ? { blockedBy } : {}) };
   }
 
   // ---- Recurring: declaration marks and last runs ----
@@ -397,7 +407,7 @@ export class PostgresDriver implements DelayDriver {
         ? null
         : {
             outcome: String(row.outcome) as SeriesRunRecord['outcome'],
-            occurrenceKey: String(row.occurrence),
+            ...readSkippedOccurrence(String(row.occurrence)),
             startedAt: row.started_at === null ? undefined : int(row.started_at),
             attempt: int(row.attempt),
             at: int(row.at),

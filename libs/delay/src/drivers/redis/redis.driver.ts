@@ -4,6 +4,7 @@ import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
+  SeriesBlocker,
   SeriesRunRecord,
   CollectCommand,
   CollectResult,
@@ -22,6 +23,7 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { parseDuration } from '../../time/duration';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { readSkippedOccurrence } from '../series-blocker-field';
 import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { RedisEpochWatch } from './redis-epoch-watch';
@@ -308,21 +310,25 @@ export class RedisDriver implements DelayDriver {
     const [expectKind, expectValue] = 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', ''];
     const [nextKind, nextValue, nextPayload] = next === null ? ['remove', 0, ''] : next === undefined ? ['keep', 0, ''] : [...dueArgs(next.due), next.payload];
     const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
+    const { whileAlive } = command;
+    const whileAliveArgs = whileAlive ? [...dueArgs(whileAlive.next.due), whileAlive.next.payload, whileAlive.skipped.length, ...whileAlive.skipped] : [''];
     const reply = await this.connection.write<Reply>(
       'advanceSeries',
       [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared],
-      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0],
+      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0, ...whileAliveArgs],
     );
     if (Number(reply[0]) === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
     if (Number(reply[0]) !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
     const created = Number(reply[1]);
     const skipped = Number(reply[2]);
-    const members = reply.slice(5).map(String);
+    const members = reply.slice(9).map(String);
     const nextDueAt = Number(reply[4]);
+    const blockedBy: SeriesBlocker | undefined =
+      String(reply[5]) === '' ? undefined : { occurrenceKey: String(reply[5]), state: String(reply[6]) === 'running' ? 'running' : 'waiting', dueAt: Number(reply[7]), attempt: Number(reply[8]) };
     const cancelled = members.slice(created + skipped);
     // A cancelled occurrence running here is told now; one running on another instance learns it at its next lease renewal.
     if (cancelled.length > 0) for (const topicConsumer of this.consumers.values()) if (topicConsumer.topic === command.topic) topicConsumer.revoke(cancelled);
-    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled, nextDueAt: nextDueAt < 0 ? undefined : nextDueAt };
+    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled, nextDueAt: nextDueAt < 0 ? undefined : nextDueAt, ...(blockedBy ? { blockedBy } : {}) };
   }
 
   async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
@@ -582,8 +588,8 @@ export class RedisDriver implements DelayDriver {
 function parseSeriesRun(text: string): SeriesRunRecord | null {
   const match = /^(succeeded|retrying|dead|skipped)\|(\d*)\|(\d+)\|(\d+)\|(.*)$/s.exec(text);
   if (!match) return null;
-  const [, outcome, startedAt, attempt, at, occurrenceKey] = match;
-  return { outcome: outcome as SeriesRunRecord['outcome'], startedAt: startedAt === '' ? undefined : Number(startedAt), attempt: Number(attempt), at: Number(at), occurrenceKey };
+  const [, outcome, startedAt, attempt, at, occurrence] = match;
+  return { outcome: outcome as SeriesRunRecord['outcome'], startedAt: startedAt === '' ? undefined : Number(startedAt), attempt: Number(attempt), at: Number(at), ...readSkippedOccurrence(occurrence) };
 }
 
 /** Every shard of every known layout of a topic. */
