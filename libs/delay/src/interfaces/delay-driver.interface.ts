@@ -368,4 +368,11 @@ export interface DelayConsumer {
    * call of the consumer's; a second call for the same run does nothing.
    */
   revoke?(topic: string, key: string, token: string): void;
+  /**
+   * Optional: `topic` is handled here as a recurring topic (@Recurring,
+   * @OnRecurring). Drivers with leases give its runs their shorter recurring
+   * lease, so that a stopped instance's occurrence holds its schedule back
+   * for seconds, not for a whole lease.
+   */
+  isRecurringTopic?(topic: string): boolean;
 }

@@ -32,6 +32,7 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
@@ -74,6 +75,8 @@ export class PostgresDriver implements DelayDriver {
   private readonly sql: PostgresStatements;
   private readonly migrateAtStart: boolean;
   private readonly leaseMs: number;
+  private readonly leases: LeaseRenewals;
+  private leaseTimerMs = 0;
   private readonly claimBatch: number;
   private readonly wakeCheckMs: number;
   private readonly listen: boolean;
@@ -106,6 +109,7 @@ export class PostgresDriver implements DelayDriver {
     this.handlerTransactions = new PostgresHandlerTransactions(config.connectionString, config.pool, commandTimeoutMs);
     this.migrateAtStart = config.migrate ?? true;
     this.leaseMs = parseDuration(config.lease ?? '30s');
+    this.leases = new LeaseRenewals(this.leaseMs, config.recurringLease);
     this.claimBatch = config.claimBatch ?? 100;
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
     // A pooler in transaction mode hands each statement any server connection: a LISTEN there would listen nowhere.
@@ -234,8 +238,9 @@ export class PostgresDriver implements DelayDriver {
     this.handlerTransactions.sizeFor([...consumer.topics.values()].reduce((sum, concurrency) => sum + concurrency, 0));
     const wakes = new Map<string, WakeHandler>();
     for (const [topic, concurrency] of consumer.topics) {
+      const recurring = consumer.isRecurringTopic?.(topic) === true;
       const topicConsumer = new PostgresTopicConsumer(
-        { topic, concurrency, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
+        { topic, concurrency, claimBatch: this.claimBatch, leaseMs: this.leases.leaseFor(recurring), recurring, wakeCheckMs: this.wakeCheckMs },
         this.connection,
         this.sql,
         consumer,
@@ -254,7 +259,8 @@ export class PostgresDriver implements DelayDriver {
     } else {
       this.lookAgain();
     }
-    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(500, Math.floor(this.leaseMs / 3)));
+    this.leaseTimerMs = this.leases.timerMs([...this.consumers.values()].some((topicConsumer) => topicConsumer.recurring));
+    this.leaseTimer = setInterval(() => void this.renewLeases(), this.leaseTimerMs);
   }
 
   async drain(timeoutMs: number): Promise<void> {
@@ -608,13 +614,14 @@ export class PostgresDriver implements DelayDriver {
     if (this.renewing) return;
     this.renewing = true;
     try {
+      const now = Date.now();
       await Promise.all(
         [...this.consumers.values()]
-          .filter((topicConsumer) => topicConsumer.holdsLeases)
+          .filter((topicConsumer) => topicConsumer.holdsLeases && this.leases.due(topicConsumer, topicConsumer.recurring, this.leaseTimerMs, now))
           .map((topicConsumer) => {
             const { claimIds, members, tokens } = topicConsumer.leases();
             return this.connection
-              .queryPrepared(this.sql.extend, [topicConsumer.topic, this.leaseMs, claimIds, members, tokens])
+              .queryPrepared(this.sql.extend, [topicConsumer.topic, topicConsumer.leaseMs, claimIds, members, tokens])
               .then((lost) => topicConsumer.revoke(lost.map((row) => String(row.member))))
               .catch((error: unknown) => {
                 this.logger.warn(`Could not renew leases: ${describeError(error)}`);

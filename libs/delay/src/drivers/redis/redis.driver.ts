@@ -23,6 +23,7 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { parseDuration } from '../../time/duration';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
 import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
@@ -62,6 +63,8 @@ export class RedisDriver implements DelayDriver {
   private readonly connection: RedisConnection;
   private readonly prefix: string;
   private readonly leaseMs: number;
+  private readonly leases: LeaseRenewals;
+  private leaseTimerMs = 0;
   private readonly claimBatch: number;
   /** Shard → its consumer in this process (by the shard's envelope key, unique per shard). */
   private readonly consumers = new Map<string, RedisTopicConsumer>();
@@ -98,6 +101,7 @@ export class RedisDriver implements DelayDriver {
     });
     this.prefix = config.prefix ?? 'delay';
     this.leaseMs = parseDuration(config.lease ?? '30s');
+    this.leases = new LeaseRenewals(this.leaseMs, config.recurringLease);
     this.claimBatch = config.claimBatch ?? 100;
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
     const shards = config.shards ?? 1;
@@ -249,7 +253,8 @@ export class RedisDriver implements DelayDriver {
     await this.subscriber.start();
     // After the command connection comes back, claims that failed meanwhile are due again at once.
     this.connection.client.on('ready', lookAgain);
-    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(500, Math.floor(this.leaseMs / 3)));
+    this.leaseTimerMs = this.leases.timerMs([...consumer.topics.keys()].some((topic) => consumer.isRecurringTopic?.(topic) === true));
+    this.leaseTimer = setInterval(() => void this.renewLeases(), this.leaseTimerMs);
   }
 
   async drain(timeoutMs: number): Promise<void> {
@@ -491,10 +496,11 @@ export class RedisDriver implements DelayDriver {
     const budget = this.budgets.get(topic);
     if (!sink || !budget) return [];
     const added: RedisTopicConsumer[] = [];
+    const recurring = sink.isRecurringTopic?.(topic) === true;
     for (const keys of layout.shards) {
       if (this.consumers.has(keys.env)) continue;
       const topicConsumer = new RedisTopicConsumer(
-        { topic, keys, budget, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
+        { topic, keys, budget, claimBatch: this.claimBatch, leaseMs: this.leases.leaseFor(recurring), recurring, wakeCheckMs: this.wakeCheckMs },
         this.connection,
         sink,
         this.inFlight,
@@ -551,12 +557,13 @@ export class RedisDriver implements DelayDriver {
 
   /** All shards at once: a shard whose master does not answer must not hold up the renewals of the others until their leases expire. */
   private async renewEachShard(): Promise<void> {
+    const now = Date.now();
     const renewals = [...this.consumers.values()]
-      .filter((topicConsumer) => topicConsumer.holdsLeases)
+      .filter((topicConsumer) => topicConsumer.holdsLeases && this.leases.due(topicConsumer, topicConsumer.recurring, this.leaseTimerMs, now))
       .map((topicConsumer) => {
         const keys = topicConsumer.keys;
         return this.connection
-          .run<unknown[]>('extend', [keys.env, keys.active], [this.leaseMs, ...topicConsumer.leasePairs()])
+          .run<unknown[]>('extend', [keys.env, keys.active], [topicConsumer.leaseMs, ...topicConsumer.leasePairs()])
           .then((lost) => topicConsumer.revoke(lost.map(String)))
           .catch((error: unknown) => {
             this.logger.warn(`Could not renew leases: ${describeError(error)}`);
