@@ -29,7 +29,8 @@ export class LeaseRenewals {
 
   /** How often the renewal timer ticks: for the shorter lease when any topic has it. */
   timerMs(anyRecurring: boolean): number {
-    return Math.max(250, Math.floor(anyRecurring ? Math.min(this.leaseMs / 3, this.recurringLeaseMs / 5) : this.leaseMs / 3));
+    if (!anyRecurring) return Math.max(500, Math.floor(this.leaseMs / 3));
+    return Math.max(250, Math.floor(Math.min(this.leaseMs / 3, this.recurringLeaseMs / 5)));
   }
 
   /** Whether a consumer (of a recurring topic or not) is due for a renewal at this tick (half a tick early rather than a tick late). */
