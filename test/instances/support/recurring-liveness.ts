@@ -9,16 +9,16 @@ import type { EndEvent, StartEvent } from './protocol';
 
 const TOPIC = 'liveness.recurring';
 const KEY = `${TOPIC}/k`;
-/** What a killed run may cost at most before the schedule runs again: the 5 s recurring lease, with room for a busy machine (the lease is 30 s). */
-const BOUND_MS = 12_000;
+/** What a killed run may cost at most before the schedule runs again: the 5 s recurring lease and the killed occurrence's 1.5 s re-run, with room for a busy machine (the lease is 30 s). */
+const BOUND_MS = 15_000;
 
 const sameRun = (start: StartEvent, end: EndEvent): boolean => end.instance === start.instance && end.armId === start.armId && end.attempt === start.attempt && end.key === start.key;
 
 export async function exerciseKillDuringRun(fleet: Fleet, options: Omit<InstanceOptions, 'consume'>, overlap: OverlapPolicy, label: string): Promise<void> {
   const config: InstanceOptions = { ...options, consume: true, recurringTopic: TOPIC };
   const [c1, c2] = await fleet.spawnAll(['c1', 'c2'], config);
-  // Every second, each run 600 ms: runs never overlap on their own.
-  await c2.call({ op: 'upsertRecurring', key: 'k', every: 1_000, overlap, holdMs: 600 });
+  // Every second, each run 1.5 s (the policy skips or holds back what comes meanwhile): a run seen starting is still running when killed.
+  await c2.call({ op: 'upsertRecurring', key: 'k', every: 1_000, overlap, holdMs: 1_500 });
   // A run of c1's that has started and not ended: killed there and then.
   let victim: StartEvent | undefined;
   await fleet.until(
