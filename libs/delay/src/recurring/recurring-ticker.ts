@@ -124,7 +124,8 @@ export class RecurringTicker {
       events.emit(() => ({ type: 'recurringSkipped', topic, key, size: skipped, ...(blockedBy ? { blockedBy: recurringBlocker(blockedBy) } : {}) }));
     }
     for (const cancelled of result.cancelled) events.emit(() => ({ type: 'cancelled', topic, key: cancelled }));
-    if (plan.next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
+    // (Held back, the tick stays: it still has the occurrence it holds to create.)
+    if (!held && next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
   }
 
   private declaresItself(topic: string, key: string): boolean {
