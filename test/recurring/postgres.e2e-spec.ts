@@ -8,7 +8,7 @@ import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.d
 import type { Delivery, DeliveryOutcome } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { TestPostgresServer } from '../support/postgres-server';
 import { TcpFaultProxy } from '../postgres/support/tcp-fault-proxy';
-import { abortLog, Abortable, Buffered, exerciseBufferOneAcrossInstances, DeclaresA, DeclaresB, declaredRuns, exerciseCancelPreviousAborts, exerciseLastRuns, exerciseRemoteAbort, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Run, Slow } from './support/recurring-handlers';
+import { abortLog, Abortable, Buffered, exerciseBufferOneAcrossInstances, exerciseLiveSlowRun, Lingering, DeclaresA, DeclaresB, declaredRuns, exerciseCancelPreviousAborts, exerciseLastRuns, exerciseRemoteAbort, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Run, Slow } from './support/recurring-handlers';
 
 /** One slow handler per overlap policy, one slot each: every 1 s schedule meets its previous occurrence still running. */
 @Injectable()
@@ -126,6 +126,12 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     expect(mostWaiting).toBeLessThanOrEqual(1);
     expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
   }, 30_000);
+
+  it('a live run longer than the recurring lease is renewed, never taken back: nothing else of its schedule starts meanwhile', async () => {
+    const app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema: fresh() }, shutdownTimeout: '1s' }, [Lingering]);
+    apps.push(app);
+    await exerciseLiveSlowRun(app.get(DelayService));
+  }, 60_000);
 
   it('bufferOne on two instances: never two runs of a schedule at once; the one held back starts as the running one ends', async () => {
     const schema = fresh();

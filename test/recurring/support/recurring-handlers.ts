@@ -103,6 +103,38 @@ export async function exerciseBufferOneAcrossInstances(delays: readonly DelaySer
   expect(skips[0].blockedBy?.occurrence.startsWith('k\u001e')).toBe(true);
 }
 
+/** Runs of the lingering schedule: each works 7 s, longer than the 5 s recurring lease. */
+export const lingerLog = { runs: [] as Array<{ occurrence: string; attempt: number; start: number; end: number | undefined }> };
+
+@Injectable()
+export class Lingering {
+  @OnRecurring('linger.every', { concurrency: 4 })
+  async run({ occurrence, attempt }: DelayContext): Promise<void> {
+    const run = { occurrence: occurrence?.key ?? '', attempt, start: Date.now(), end: undefined as number | undefined };
+    lingerLog.runs.push(run);
+    await sleep(7_000);
+    run.end = Date.now();
+  }
+}
+
+/**
+ * A live handler that works longer than the recurring lease (7 s against
+ * 5 s; overlap 'skip', every second): its instance keeps renewing, so it is
+ * never taken back (no second attempt of it) and nothing else of the
+ * schedule starts until it has ended.
+ */
+export async function exerciseLiveSlowRun(delay: DelayService): Promise<void> {
+  lingerLog.runs.length = 0;
+  await delay.upsertRecurring('linger.every', 'k', { every: '1s' });
+  await pollUntil(() => lingerLog.runs.some((run) => run.end !== undefined) && lingerLog.runs.length >= 2, 'a 7 s run ended and the next one started', 30_000);
+  await delay.removeRecurring('linger.every', 'k');
+  const [first, second] = lingerLog.runs;
+  expect(first.attempt).toBe(1);
+  expect(second.start).toBeGreaterThanOrEqual(first.end as number);
+  expect(second.occurrence).not.toBe(first.occurrence);
+  expect(lingerLog.runs.filter((run) => run.occurrence === first.occurrence)).toHaveLength(1);
+}
+
 /** Succeeds, fails, or works 2.5 s, as the test says. */
 @Injectable()
 export class Outcomes {
