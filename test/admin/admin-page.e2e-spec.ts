@@ -276,6 +276,25 @@ describe('admin page (HTTP)', () => {
       await post('pause-schedule', key).expect(303);
       expect((await target.delay.getRecurring(REPORTS, key))?.paused).toBe(true);
     });
+
+    it('says why an occurrence was skipped: the previous one still running, due since when', async () => {
+      target = await startAdminApp();
+      target.handlers.reportHoldMs = 600;
+      await target.delay.upsertRecurring(REPORTS, 'slow', { every: '200ms' });
+      const running = target;
+      let cell = '';
+      await eventually('a skipped last run on the page', async () => {
+        cell = row((await request(running.baseUrl).get(schedulesPath(REPORTS)).expect(200)).text, 'slow');
+        return cell.includes('badge skipped');
+      });
+      // The occurrence in the way, by its instant, still running, due since when.
+      expect(cell).toMatch(/, \d{4}-\d\d-\d\dT[\d:.]+Z still running \(due since \d{4}-\d\d-\d\dT[\d:.]+Z\)/);
+      await eventually('a skipped last run through getRecurring', async () => (await running.delay.getRecurring(REPORTS, 'slow'))?.lastRun?.outcome === 'skipped');
+      const skipped = (await target.delay.getRecurring(REPORTS, 'slow'))?.lastRun;
+      expect(skipped?.blockedBy).toMatchObject({ state: 'running', attempt: 1 });
+      expect(skipped?.blockedBy?.occurrence.startsWith('slow\u001e')).toBe(true);
+      await target.delay.removeRecurring(REPORTS, 'slow');
+    });
   });
 
   it('refuses to start writable without a guard, and names bad options', () => {

@@ -5,7 +5,7 @@ import type { DelayDriver } from '../../libs/delay/src/interfaces/delay-driver.i
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import IORedis from 'ioredis';
 import { TestRedisServer } from '../support/redis-server';
-import { abortLog, Abortable, DeclaresA, DeclaresB, declaredRuns, exerciseCancelPreviousAborts, exerciseLastRuns, exerciseRemoteAbort, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Slow } from './support/recurring-handlers';
+import { abortLog, Abortable, Buffered, exerciseBufferOneAcrossInstances, exerciseLiveSlowRun, Lingering, DeclaresA, DeclaresB, declaredRuns, exerciseCancelPreviousAborts, exerciseLastRuns, exerciseRemoteAbort, exerciseScheduleOperations, expectNoDuplicates, HandlesB, Outcomes, Reports, Slow } from './support/recurring-handlers';
 
 describe('recurring schedules on the Redis driver (real redis-server)', () => {
   let redis: TestRedisServer;
@@ -114,6 +114,22 @@ describe('recurring schedules on the Redis driver (real redis-server)', () => {
     try {
       const delay = app.get(DelayService);
       await exerciseCancelPreviousAborts(delay);
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
+
+  it('a live run longer than the recurring lease is renewed, never taken back: nothing else of its schedule starts meanwhile', async () => {
+    app = await bootDelayApp({ driver: { type: 'redis', url: redis.url, prefix: 'linger' }, shutdownTimeout: '1s' }, [Lingering]);
+    await exerciseLiveSlowRun(app.get(DelayService));
+  }, 60_000);
+
+  it('bufferOne on two instances: never two runs of a schedule at once; the one held back starts as the running one ends', async () => {
+    const options = { driver: { type: 'redis' as const, url: redis.url, prefix: 'buffer-one' }, shutdownTimeout: '1s' };
+    app = await bootDelayApp(options, [Buffered]);
+    const other = await bootDelayApp(options, [Buffered]);
+    try {
+      await exerciseBufferOneAcrossInstances([app.get(DelayService), other.get(DelayService)]);
     } finally {
       await other.close();
     }

@@ -245,6 +245,24 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       ]);
     });
 
+    it.each([
+      ['12s', 2],
+      ['30s', 6],
+    ] as const)('{ within: %p } below the one-minute grace, every 5 s paused 40 s: runs the %d at most that old, not all 8', async (within, count) => {
+      const { clock, runs, delay } = await boot('2026-06-01T00:00:00Z');
+      await delay.upsertRecurring('fleet.tick', 'often', { every: '5s', anchor: 2_500, missed: { within }, overlap: 'allow' });
+      await clock.advance('3s'); // 00:00:02.5 ran
+      expect(runs.count('often')).toBe(1);
+      await delay.pause('fleet.tick');
+      await clock.advance('42s'); // 7.5 .. 42.5 due while paused; now 45: the 8 are 2.5 to 37.5 s old
+      await delay.resume('fleet.tick');
+      await clock.advance(0);
+      const caughtUp = runs.started.slice(1);
+      expect(caughtUp).toHaveLength(count);
+      const now = clock.now();
+      expect(caughtUp.every((run) => now - run.scheduledAt <= parseInt(within, 10) * 1000)).toBe(true);
+    });
+
     it('pausing one schedule parks it; resuming applies its missed-run policy and keeps the cadence', async () => {
       const { clock, runs, delay } = await boot('2026-06-01T00:30:00Z');
       await delay.upsertRecurring('fleet.tick', 'a', { every: '1h', missed: 'once' });
@@ -309,27 +327,33 @@ describe('recurring schedules on the wheel with a VirtualClock', () => {
       expect(abortable.finished).toBe(1);
     });
 
-    it('bufferOne with concurrency 1: one waits behind the running one, the rest are skipped', async () => {
-      const { clock, runs, delay } = await boot(start, [Serial]);
+    it('bufferOne, with handler slots to spare: never two runs at once; one held back starts as the running one ends, later ones are skipped', async () => {
+      const { clock, runs, delay } = await boot(start, [Fleet]);
       runs.sleepMs = 90_000;
-      let skips = 0;
-      const skipped = (): number => skips;
-      delay.events$.subscribe((event) => (skips += event.type === 'recurringSkipped' ? 1 : 0));
-      await delay.upsertRecurring('serial.tick', 'job', { every: '1m', overlap: 'bufferOne', anchor: 0 });
+      const skips: DelayEvent[] = [];
+      delay.events$.subscribe((event) => event.type === 'recurringSkipped' && skips.push(event));
+      await delay.upsertRecurring('fleet.tick', 'job', { every: '1m', overlap: 'bufferOne', anchor: 0 });
       await clock.advance('9m30s');
-      await delay.removeRecurring('serial.tick', 'job');
+      await delay.removeRecurring('fleet.tick', 'job');
       await clock.advance('10m');
       const started = runs.started.map((run) => [new Date(run.scheduledAt).toISOString().slice(14, 19), new Date(run.at).toISOString().slice(14, 19)]);
-      // :01 runs 01:00-02:30; :02 is created (:01 runs, none waits) and runs 02:30-04:00; :03 likewise, waiting until 04:00...
-      expect(started.slice(0, 3)).toEqual([['01:00', '01:00'], ['02:00', '02:30'], ['03:00', '04:00']]);
+      // :01 runs 01:00-02:30; :02 is held back behind it and starts as it ends (the tick looks again every second)...
+      expect(started[0]).toEqual(['01:00', '01:00']);
+      expect(started[1][0]).toBe('02:00');
       for (let n = 1; n < runs.started.length; n++) {
-        // Back to back, never two at once...
-        expect(runs.started[n].at).toBe(Math.max(runs.started[n].scheduledAt, runs.started[n - 1].at + 90_000));
-        // ...and an occurrence is created only when the one before it has started (never two waiting).
-        expect(runs.started[n - 1].at).toBeLessThanOrEqual(runs.started[n].scheduledAt);
+        // ...never two at once, each one started within a re-check of the end of the one before...
+        expect(runs.started[n].at).toBeGreaterThanOrEqual(runs.started[n - 1].at + 90_000);
+        expect(runs.started[n].at).toBeLessThanOrEqual(Math.max(runs.started[n].scheduledAt, runs.started[n - 1].at + 90_000) + 1_100);
+        expect(runs.started[n].scheduledAt).toBeGreaterThan(runs.started[n - 1].scheduledAt);
       }
-      expect(runs.started.length + skipped()).toBe(10);
-      expect(skipped()).toBeGreaterThan(0);
+      // ...and the instants that came while one was held back were skipped, naming the run in the way.
+      const skipped = skips.reduce((sum, event) => sum + (event.size ?? 0), 0);
+      // :01, :02, :03, :04, :06, :07 and :09 ran; :05 and :08 came while one was held back; :10, held back, went with the schedule.
+      expect(started.map(([scheduled]) => scheduled)).toEqual(['01:00', '02:00', '03:00', '04:00', '06:00', '07:00', '09:00']);
+      expect(runs.started.length + skipped).toBe(9);
+      expect(skipped).toBeGreaterThan(0);
+      expect(skips[0].blockedBy).toMatchObject({ state: 'running', attempt: 1 });
+      expect(skips[0].blockedBy?.occurrence).toContain('job\u001e');
     });
   });
 

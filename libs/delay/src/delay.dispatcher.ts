@@ -63,6 +63,10 @@ export class DelayDispatcher implements DelayConsumer {
     return this.registry.concurrencyByTopic();
   }
 
+  isRecurringTopic(topic: string): boolean {
+    return this.registry.isRecurring(topic);
+  }
+
   /** Handlers running now in this process that it still waits for (timed-out ones no longer count). */
   get running(): number {
     return this.runs.size;

@@ -115,6 +115,14 @@ describe('resolveDelayOptions', () => {
     ]);
   });
 
+  it('takes a recurringLease of at least 1s on Redis and PostgreSQL', () => {
+    expect(resolveDelayOptions({ driver: { type: 'redis', recurringLease: '2s' } }).driver).toMatchObject({ recurringLease: '2s' });
+    expect(problemsOf(() => resolveDelayOptions({ driver: { type: 'redis', recurringLease: '500ms' } }))).toEqual([expect.stringContaining('driver.recurringLease')]);
+    const problems = problemsOf(() => resolveDelayOptions({ driver: { type: 'postgres', connectionString: 'postgres://x', recurringLease: 'soon' } }));
+    expect(problems.length).toBeGreaterThan(0);
+    expect(problems.every((problem) => problem.startsWith('driver.recurringLease'))).toBe(true);
+  });
+
   it('rejects attempts above the ceiling and a malformed backoff object', () => {
     const problems = problemsOf(() => resolveDelayOptions({ defaults: { attempts: 1001, backoff: { type: 'linear', delay: '1s' } } } as unknown as DelayModuleOptions));
     expect(problems).toEqual([expect.stringContaining('defaults.attempts'), expect.stringContaining('defaults.backoff')]);

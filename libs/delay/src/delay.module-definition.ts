@@ -236,6 +236,9 @@ function resolveDriver(driver: DelayDriverConfig | undefined, problems: string[]
     if (driver.lease !== undefined && duration(driver.lease, undefined, 'driver.lease', problems) < 1_000) {
       problems.push('driver.lease must be at least 1s');
     }
+    if (driver.recurringLease !== undefined && duration(driver.recurringLease, undefined, 'driver.recurringLease', problems) < 1_000) {
+      problems.push('driver.recurringLease must be at least 1s');
+    }
     if (driver.claimBatch !== undefined && positiveInteger(driver.claimBatch, 1, 'driver.claimBatch', problems) > 1000) {
       problems.push('driver.claimBatch must be at most 1000');
     }
@@ -292,6 +295,9 @@ function checkPostgres(driver: PostgresDriverConfig, problems: string[]): void {
   }
   if (driver.migrate !== undefined && typeof driver.migrate !== 'boolean') problems.push(`driver.migrate must be true or false, got ${String(driver.migrate)}`);
   if (driver.lease !== undefined && duration(driver.lease, undefined, 'driver.lease', problems) < 1_000) problems.push('driver.lease must be at least 1s');
+  if (driver.recurringLease !== undefined && duration(driver.recurringLease, undefined, 'driver.recurringLease', problems) < 1_000) {
+    problems.push('driver.recurringLease must be at least 1s');
+  }
   if (driver.claimBatch !== undefined && positiveInteger(driver.claimBatch, 1, 'driver.claimBatch', problems) > 1000) {
     problems.push('driver.claimBatch must be at most 1000');
   }

@@ -50,6 +50,7 @@ export type {
   AdvanceSeriesResult,
   SeriesExpectation,
   SeriesOccurrence,
+  SeriesBlocker,
 } from './interfaces/delay-driver.interface';
 
 export { WheelDriver } from './drivers/wheel/wheel.driver';
@@ -70,6 +71,7 @@ export type {
   RecurringSchedule,
   RecurringOccurrence,
   RecurringRun,
+  RecurringBlocker,
   OrphanPolicy,
 } from './recurring/recurring-options';
 

@@ -20,6 +20,8 @@ export const REPORTS = 'reports.every';
 export class ScriptedHandlers {
   readonly failing = new Set<string>();
   readonly runs: Array<{ topic: string; key: string; attempt: number; ok: boolean }> = [];
+  /** How long a run of REPORTS takes. */
+  reportHoldMs = 0;
 
   @OnDelayExpired(INVOICE, { attempts: 1 })
   invoice(context: DelayContext): void {
@@ -37,8 +39,9 @@ export class ScriptedHandlers {
   }
 
   @OnRecurring(REPORTS)
-  report(context: DelayContext): void {
+  async report(context: DelayContext): Promise<void> {
     this.run(context);
+    if (this.reportHoldMs > 0) await new Promise((resolve) => setTimeout(resolve, this.reportHoldMs));
   }
 
   private run({ topic, key, attempt }: DelayContext): void {

@@ -1,6 +1,6 @@
 // The messages between a test (the parent) and its worker processes, over
 // Node's IPC channel. Both sides import these types.
-import type { IfExists } from 'nestjs-delay';
+import type { IfExists, OverlapPolicy } from 'nestjs-delay';
 
 export interface WorkerConfig {
   /** Shown in reports: 'c1', 'producer', ... */
@@ -99,8 +99,8 @@ export type WorkerRequest =
   | { readonly op: 'count'; readonly batch?: boolean }
   /** Pauses or resumes the worker's topic for every instance. */
   | { readonly op: 'pause' | 'resume' }
-  /** On recurringTopic: every `every` ms, missed 'all', overlap 'allow'. */
-  | { readonly op: 'upsertRecurring'; readonly key: string; readonly every: number }
+  /** On recurringTopic: every `every` ms, missed 'all', overlap 'allow' unless given; each run takes `holdMs` if given. */
+  | { readonly op: 'upsertRecurring'; readonly key: string; readonly every: number; readonly overlap?: OverlapPolicy; readonly holdMs?: number }
   | { readonly op: 'removeRecurring'; readonly key: string }
   | { readonly op: 'close' };
 

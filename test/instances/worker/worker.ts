@@ -62,19 +62,24 @@ class BatchHandlers {
 }
 
 /** Reports an occurrence of a recurring schedule: key is the schedule's, armId the scheduled instant (and 'now' for a run-now). */
-function reportOccurrence(context: DelayContext): void {
+function reportOccurrence(context: DelayContext, holdMs = 0): Promise<void> | void {
   const occurrence = context.occurrence;
   const armId = occurrence ? `${occurrence.scheduledAt.toISOString()}${occurrence.runNow ? ' now' : ''}` : undefined;
   const common = { instance: settings.name, key: `${context.topic}/${context.key}`, armId, attempt: context.attempt };
   void send({ type: 'start', ...common, dueAt: context.dueAt.getTime(), firedAt: context.firedAt.getTime(), at: Date.now() });
-  void send({ type: 'end', ...common, at: Date.now() });
+  if (holdMs <= 0) {
+    void send({ type: 'end', ...common, at: Date.now() });
+    return;
+  }
+  // The schedule's payload asked the run to take this long (a process killed meanwhile never reports its end).
+  return sleep(holdMs).then(() => void send({ type: 'end', ...common, at: Date.now() }));
 }
 
 @Injectable()
 class RecurringHandlers {
   @OnRecurring(settings.recurringTopic ?? 'unused.recurring', { concurrency: settings.concurrency ?? 10, attempts: 10, backoff: 200 })
-  run(context: DelayContext): void {
-    reportOccurrence(context);
+  run(context: DelayContext<ActionPayload>): Promise<void> | void {
+    return reportOccurrence(context, context.payload?.holdMs);
   }
 }
 
@@ -177,7 +182,12 @@ async function main(): Promise<void> {
         await delay.resume(topic);
         return true;
       case 'upsertRecurring':
-        await delay.upsertRecurring(settings.recurringTopic ?? topic, request.key, { every: request.every, missed: 'all', overlap: 'allow' });
+        await delay.upsertRecurring(settings.recurringTopic ?? topic, request.key, {
+          every: request.every,
+          missed: 'all',
+          overlap: request.overlap ?? 'allow',
+          ...(request.holdMs === undefined ? {} : { payload: { holdMs: request.holdMs } }),
+        });
         return true;
       case 'removeRecurring':
         return delay.removeRecurring(settings.recurringTopic ?? topic, request.key);

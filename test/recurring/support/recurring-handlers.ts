@@ -2,7 +2,7 @@
 // (redis.e2e-spec.ts, postgres.e2e-spec.ts): the same schedules and the same
 // assertions on every driver.
 import { Injectable } from '@nestjs/common';
-import { DelayContext, DelayService, OnRecurring, Recurring } from 'nestjs-delay';
+import { DelayContext, DelayEvent, DelayService, OnRecurring, Recurring } from 'nestjs-delay';
 import { pollUntil, sleep } from '../../conformance/support/driver-fixture';
 
 export interface Run {
@@ -53,6 +53,86 @@ export class Abortable {
     if (outcome === 'timeout') abortLog.timedOut++;
     else abortLog.aborted.push({ key, reason: (signal.reason as { reason?: string } | undefined)?.reason });
   }
+}
+
+/** Runs of the bufferOne schedule, by every app of the test: when each started and ended, and which occurrence it was. */
+export const bufferLog = { runs: [] as Array<{ occurrence: string; scheduledAt: number; start: number; end: number | undefined }> };
+
+/** Works 2.5 s, on a schedule every second: each run overlaps the next two instants. */
+@Injectable()
+export class Buffered {
+  @OnRecurring('buffer.every', { concurrency: 4 })
+  async run({ occurrence }: DelayContext): Promise<void> {
+    const run = { occurrence: occurrence?.key ?? '', scheduledAt: occurrence?.scheduledAt.getTime() ?? NaN, start: Date.now(), end: undefined as number | undefined };
+    bufferLog.runs.push(run);
+    await sleep(2_500);
+    run.end = Date.now();
+  }
+}
+
+/**
+ * overlap 'bufferOne' on a store that `delays` (two instances, four handler
+ * slots each) share, every 1 s against a 2.5 s handler: never two runs of the
+ * schedule at once, on whichever instance; the occurrence held back starts
+ * soon after the one before ends (its tick looks again every second); the
+ * instants that came meanwhile are skipped, naming the run in the way.
+ */
+export async function exerciseBufferOneAcrossInstances(delays: readonly DelayService[]): Promise<void> {
+  bufferLog.runs.length = 0;
+  const skips: DelayEvent[] = [];
+  const subscriptions = delays.map((delay) => delay.events$.subscribe((event) => event.type === 'recurringSkipped' && event.topic === 'buffer.every' && skips.push(event)));
+  try {
+    await delays[0].upsertRecurring('buffer.every', 'k', { every: '1s', overlap: 'bufferOne' });
+    await pollUntil(() => bufferLog.runs.filter((run) => run.end !== undefined).length >= 3, 'three finished runs', 30_000);
+    await delays[0].removeRecurring('buffer.every', 'k');
+    await pollUntil(() => bufferLog.runs.every((run) => run.end !== undefined), 'the last run to end', 10_000);
+  } finally {
+    for (const subscription of subscriptions) subscription.unsubscribe();
+  }
+  const runs = [...bufferLog.runs].sort((a, b) => a.start - b.start);
+  for (let n = 1; n < runs.length; n++) {
+    // Never two at once...
+    expect(runs[n].start).toBeGreaterThanOrEqual(runs[n - 1].end as number);
+    // ...in order, each instant once...
+    expect(runs[n].scheduledAt).toBeGreaterThan(runs[n - 1].scheduledAt);
+    // ...and the one held back starts soon after the one before ends (a generous bound: the re-check is every second).
+    expect(runs[n].start - (runs[n - 1].end as number)).toBeLessThan(8_000);
+  }
+  expect(skips.length).toBeGreaterThan(0);
+  expect(skips[0].blockedBy).toMatchObject({ state: 'running', attempt: 1 });
+  expect(skips[0].blockedBy?.occurrence.startsWith('k\u001e')).toBe(true);
+}
+
+/** Runs of the lingering schedule: each works 7 s, longer than the 5 s recurring lease. */
+export const lingerLog = { runs: [] as Array<{ occurrence: string; attempt: number; start: number; end: number | undefined }> };
+
+@Injectable()
+export class Lingering {
+  @OnRecurring('linger.every', { concurrency: 4 })
+  async run({ occurrence, attempt }: DelayContext): Promise<void> {
+    const run = { occurrence: occurrence?.key ?? '', attempt, start: Date.now(), end: undefined as number | undefined };
+    lingerLog.runs.push(run);
+    await sleep(7_000);
+    run.end = Date.now();
+  }
+}
+
+/**
+ * A live handler that works longer than the recurring lease (7 s against
+ * 5 s; overlap 'skip', every second): its instance keeps renewing, so it is
+ * never taken back (no second attempt of it) and nothing else of the
+ * schedule starts until it has ended.
+ */
+export async function exerciseLiveSlowRun(delay: DelayService): Promise<void> {
+  lingerLog.runs.length = 0;
+  await delay.upsertRecurring('linger.every', 'k', { every: '1s' });
+  await pollUntil(() => lingerLog.runs.some((run) => run.end !== undefined) && lingerLog.runs.length >= 2, 'a 7 s run ended and the next one started', 30_000);
+  await delay.removeRecurring('linger.every', 'k');
+  const [first, second] = lingerLog.runs;
+  expect(first.attempt).toBe(1);
+  expect(second.start).toBeGreaterThanOrEqual(first.end as number);
+  expect(second.occurrence).not.toBe(first.occurrence);
+  expect(lingerLog.runs.filter((run) => run.occurrence === first.occurrence)).toHaveLength(1);
 }
 
 /** Succeeds, fails, or works 2.5 s, as the test says. */

@@ -210,7 +210,8 @@ function recurrenceCell(recurrence: RecurringSchedule['recurrence']): SafeHtml {
 /** The latest occurrence to finish: when it was set for, how it ended, how late it started. */
 function lastRunCell(frame: PageFrame, run: RecurringRun | null): SafeHtml {
   if (!run) return html`<span class="muted">none yet</span>`;
-  return html`${timeCell(frame, run.scheduledAt)} <span class="badge ${run.outcome}">${run.outcome}</span><br><span class="muted">${run.scheduledAt.toISOString()}${run.lagMs === null ? '' : `, started ${span(run.lagMs)} late`}</span>`;
+  const blocked = run.blockedBy ? `, ${run.blockedBy.occurrence.slice(run.blockedBy.occurrence.indexOf('\u001e') + 1)} still ${run.blockedBy.state} (due since ${run.blockedBy.dueAt.toISOString()}${run.blockedBy.attempt > 1 ? `, attempt ${run.blockedBy.attempt}` : ''})` : '';
+  return html`${timeCell(frame, run.scheduledAt)} <span class="badge ${run.outcome}">${run.outcome}</span><br><span class="muted">${run.scheduledAt.toISOString()}${run.lagMs === null ? '' : `, started ${span(run.lagMs)} late`}${blocked}</span>`;
 }
 
 function payloadCell(value: unknown): SafeHtml | string {

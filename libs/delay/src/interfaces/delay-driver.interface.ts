@@ -165,6 +165,14 @@ export interface AdvanceSeriesCommand {
   /** Re-arm the tick (a new token) with this due time and payload; null removes it and the series' bookkeeping; undefined leaves it. */
   readonly next: { readonly due: DueSpec; readonly payload: string } | null | undefined;
   /**
+   * With overlap 'bufferOne': the step to make instead when a previous
+   * occurrence is still waiting or running. No occurrence is created, the
+   * tick is re-armed with `next` here (its state names the occurrence held
+   * back), and `skipped` are reported skipped (the last of them, if any, as
+   * the series' last run). Without it, 'bufferOne' refuses as 'skip' does.
+   */
+  readonly whileAlive?: { readonly next: { readonly due: DueSpec; readonly payload: string }; readonly skipped: readonly string[] };
+  /**
    * A series declared in code whose orphan policy is 'remove': if its
    * declaration mark (declareSeries) has passed, the series is removed
    * instead (tick, bookkeeping, mark, last run) and the result says
@@ -173,6 +181,18 @@ export interface AdvanceSeriesCommand {
   readonly orphanGraceMs?: number;
   /** A recurring write made inside this transaction of the caller's (only given to a driver that supportsTransactions); a tick's step never has one. */
   readonly transaction?: DriverTransaction;
+}
+
+/** The previous occurrence of a series that kept a new one from being created (overlap 'skip', or held back by 'bufferOne'). */
+export interface SeriesBlocker {
+  /** Its key (see occurrence-key.ts). */
+  readonly occurrenceKey: string;
+  /** Running, or waiting to start (due later, waiting for a slot, or taken back after its instance stopped). */
+  readonly state: 'running' | 'waiting';
+  /** When its current attempt fell due (or falls due), in the driver's time: a running one has run since then at most. */
+  readonly dueAt: number;
+  /** Its current attempt (2 or more: retried, or taken back after its instance stopped). */
+  readonly attempt: number;
 }
 
 /** How a recurring occurrence's latest run ended, as the driver records it. */
@@ -187,6 +207,8 @@ export interface SeriesRunRecord {
   readonly attempt: number;
   /** When the outcome was recorded, in the driver's time. */
   readonly at: number;
+  /** For a skipped one: the previous occurrence that was still waiting or running. */
+  readonly blockedBy?: SeriesBlocker;
 }
 
 export interface AdvanceSeriesResult {
@@ -200,6 +222,12 @@ export interface AdvanceSeriesResult {
   readonly cancelled: readonly string[];
   /** The series was removed as an orphan (see `orphanGraceMs`): nothing else was done. */
   readonly orphaned?: boolean;
+  /**
+   * The previous occurrence (the latest still waiting or running) that made
+   * the overlap policy refuse the occurrences ('skip', 'bufferOne'); with
+   * `whileAlive`, its step was the one made.
+   */
+  readonly blockedBy?: SeriesBlocker;
   /**
    * The re-armed tick's due time (the driver's time) when `next` armed one.
    * A driver that leaves it out makes a recurring write read the tick back.
@@ -353,4 +381,11 @@ export interface DelayConsumer {
    * call of the consumer's; a second call for the same run does nothing.
    */
   revoke?(topic: string, key: string, token: string): void;
+  /**
+   * Optional: `topic` is handled here as a recurring topic (@Recurring,
+   * @OnRecurring). Drivers with leases give its runs their shorter recurring
+   * lease, so that a stopped instance's occurrence holds its schedule back
+   * for seconds, not for a whole lease.
+   */
+  isRecurringTopic?(topic: string): boolean;
 }

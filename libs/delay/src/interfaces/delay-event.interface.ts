@@ -1,3 +1,5 @@
+import type { RecurringBlocker } from '../recurring/recurring-options';
+
 export type DelayEventType =
   | 'scheduled'
   | 'collected'
@@ -38,4 +40,6 @@ export interface DelayEvent {
   readonly size?: number;
   /** On retrying: when the next attempt is due. */
   readonly retryAt?: Date;
+  /** On recurringSkipped: the previous occurrence still waiting or running that kept them from being created. */
+  readonly blockedBy?: RecurringBlocker;
 }

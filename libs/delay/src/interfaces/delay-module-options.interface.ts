@@ -33,6 +33,16 @@ export interface RedisDriverConfig {
   readonly prefix?: string;
   /** How long a claimed action is leased to this instance; running handlers renew it. Default '30s'. */
   readonly lease?: Duration;
+  /**
+   * The lease of runs on a recurring topic (ticks and occurrences), at most
+   * `lease`: its instance renews it every fifth of it. An occurrence whose
+   * instance stopped (killed, crashed) is taken back this soon, as its next
+   * attempt, and then no longer holds the schedule back (overlap 'skip',
+   * 'bufferOne'); a live instance whose renewals all stall this long (a
+   * blocked event loop) has its occurrence run again (at least once). At
+   * least 1s. Default '5s'.
+   */
+  readonly recurringLease?: Duration;
   /** Most actions claimed in one round trip. Default 100. */
   readonly claimBatch?: number;
   /**
@@ -98,6 +108,16 @@ export interface PostgresDriverConfig {
   readonly migrate?: boolean;
   /** How long a claimed action is leased to this instance; running handlers renew it. Default '30s'. */
   readonly lease?: Duration;
+  /**
+   * The lease of runs on a recurring topic (ticks and occurrences), at most
+   * `lease`: its instance renews it every fifth of it. An occurrence whose
+   * instance stopped (killed, crashed) is taken back this soon, as its next
+   * attempt, and then no longer holds the schedule back (overlap 'skip',
+   * 'bufferOne'); a live instance whose renewals all stall this long (a
+   * blocked event loop) has its occurrence run again (at least once). At
+   * least 1s. Default '5s'.
+   */
+  readonly recurringLease?: Duration;
   /** Most actions claimed in one statement. Default 100. */
   readonly claimBatch?: number;
   /**

@@ -13,7 +13,8 @@ export type { OverlapPolicy } from '../interfaces/delay-driver.interface';
  * - `'skip'`: missed occurrences do not run;
  * - `'once'` (default): they run as one, the latest of them;
  * - `'all'`: each runs (at most 1000 per catch-up, the latest);
- * - `{ within }`: those missed by at most `within` run.
+ * - `{ within }`: those missed by at most `within` run, exactly (a `within` below the minute is not widened to it).
+ * Under every policy the latest occurrence runs when its tick is less than a minute late: it is not missed.
  */
 export type MissedRunPolicy = 'skip' | 'once' | 'all' | { readonly within: Duration };
 
@@ -52,6 +53,18 @@ export type OrphanPolicy = 'remove' | 'keep';
 /** `@Recurring(topic, options)`: the schedule, its key (default `'default'`), its orphan policy and the handler's options. */
 export type RecurringDeclaration = RecurringOptions & DelayHandlerOptions & { readonly key?: string; readonly orphan?: OrphanPolicy };
 
+/** Why an occurrence was not created (overlap 'skip') or is held back ('bufferOne'): the previous occurrence still waiting or running. */
+export interface RecurringBlocker {
+  /** The previous occurrence's key. */
+  readonly occurrence: string;
+  /** `'waiting'`: not started (due later, waiting for a slot, or taken back after its instance stopped, to run again). */
+  readonly state: 'running' | 'waiting';
+  /** When its current attempt fell due: a running one has run since then at most. */
+  readonly dueAt: Date;
+  /** Its current attempt: 2 or more when it is retried or was taken back from a stopped instance. */
+  readonly attempt: number;
+}
+
 /** How the latest run of a schedule's occurrences ended. */
 export interface RecurringRun {
   /** `'retrying'`: it failed and another attempt is scheduled; `'skipped'`: the overlap policy did not create it. */
@@ -68,6 +81,8 @@ export interface RecurringRun {
   readonly attempt: number;
   /** When the outcome was recorded. */
   readonly at: Date;
+  /** For a skipped one: the previous occurrence still waiting or running then; null otherwise (or not recorded). */
+  readonly blockedBy: RecurringBlocker | null;
 }
 
 /** A schedule as `getRecurring` and `listRecurring` report it. */

@@ -5,6 +5,7 @@ import { InvalidKeyError } from '../errors/invalid-key.error';
 import { RecurringTopicError } from '../errors/recurring-topic.error';
 import { UnsupportedOperationError } from '../errors/unsupported-operation.error';
 import { AdvanceSeriesCommand, DelayDriver, SeriesRunRecord, StoredAction } from '../interfaces/delay-driver.interface';
+import { recurringBlocker } from './recurring-blocker';
 import { DriverTransaction } from '../interfaces/delay-transaction.interface';
 import { DelayClock } from '../time/clock';
 import { quoteInput } from '../utils/quote-input';
@@ -234,6 +235,7 @@ function recurringRun(record: SeriesRunRecord): RecurringRun | null {
     lagMs: started === undefined ? null : Math.max(0, started - parsed.scheduledAtMs),
     attempt: record.attempt,
     at: new Date(record.at),
+    blockedBy: record.blockedBy ? recurringBlocker(record.blockedBy) : null,
   };
 }
 

@@ -14,6 +14,8 @@ import { decodeSeriesState, encodeSeriesState, recurrenceOf, SeriesState } from 
 import { seriesJitterMs } from './series-jitter';
 import { planTick } from './tick-plan';
 import { WarningDigest, type WarningKind } from './warning-digest';
+import { BUFFER_RECHECK_MS, planBufferOne } from './buffer-one';
+import { describeBlocker, recurringBlocker } from './recurring-blocker';
 
 /** A tick whose advance failed (store unreachable) is tried again this soon; a tick is never dead-lettered. */
 export const TICK_RETRY_MS = 1_000;
@@ -88,15 +90,33 @@ export class RecurringTicker implements OnApplicationShutdown {
     const from = state.reset || state.last === null ? Math.max(state.last ?? -Infinity, delivery.dueAt) : state.last;
     const plan = planTick(this.recurrence(state.spec), state.missed, from, now);
     const jitter = seriesJitterMs(topic, key, state.jitterMs);
-    const occurrences: SeriesOccurrence[] = plan.fire.map((instant) => ({ key: occurrenceKey(key, instant), due: { atMs: instant + jitter }, payload: state.payload }));
-    const nextState: SeriesState = { ...state, last: plan.last, reset: false };
+    const occurrenceAt = (instant: number): SeriesOccurrence => ({ key: occurrenceKey(key, instant), due: { atMs: instant + jitter }, payload: state.payload });
+    const { buffered: _held, ...rest } = state;
+    const nextState: SeriesState = { ...rest, last: plan.last, reset: false };
+    // The tick's next arming, holding `buffered` back if given: then it looks again soon, whatever the recurrence says.
+    const armed = (buffered: number | undefined): AdvanceSeriesCommand['next'] => {
+      if (buffered === undefined) return plan.next === null ? null : { due: { atMs: plan.next }, payload: encodeSeriesState(nextState) };
+      return { due: { atMs: Math.min(plan.next ?? Infinity, now + BUFFER_RECHECK_MS) }, payload: encodeSeriesState({ ...nextState, buffered }) };
+    };
+    let occurrences = plan.fire.map(occurrenceAt);
+    let next = armed(undefined);
+    let whileAlive: AdvanceSeriesCommand['whileAlive'];
+    let droppedIfFree = 0;
+    const buffer = state.overlap === 'bufferOne' ? planBufferOne(state.buffered, plan.fire) : undefined;
+    if (buffer) {
+      occurrences = [occurrenceAt(buffer.free.create)];
+      next = armed(buffer.free.buffered);
+      droppedIfFree = buffer.free.skipped.length;
+      whileAlive = { next: armed(buffer.alive.buffered) as NonNullable<AdvanceSeriesCommand['next']>, skipped: buffer.alive.skipped.map((instant) => occurrenceKey(key, instant)) };
+    }
     const command: AdvanceSeriesCommand = {
       topic,
       key,
       expect: { token: delivery.token },
       occurrences,
       overlap: state.overlap,
-      next: plan.next === null ? null : { due: { atMs: plan.next }, payload: encodeSeriesState(nextState) },
+      next,
+      whileAlive,
       // Declared in code and removable: the driver removes it instead if no running instance has declared it for the grace.
       // Not when this instance declares it itself: it is no orphan, whatever its mark says after a long store outage.
       orphanGraceMs: state.declared && state.orphan !== 'keep' && driver.declareSeries && !this.declaresItself(topic, key) ? this.options.recurringOrphanGraceMs : undefined,
@@ -114,9 +134,16 @@ export class RecurringTicker implements OnApplicationShutdown {
       events.emit(() => ({ type: 'recurringMissed', topic, key, size: plan.missed }));
     }
     if (result.created.length > 0) events.emit(() => ({ type: 'recurringFired', topic, key, size: result.created.length }));
-    if (result.skipped.length > 0) events.emit(() => ({ type: 'recurringSkipped', topic, key, size: result.skipped.length }));
+    const held = whileAlive !== undefined && result.blockedBy !== undefined;
+    const skipped = result.skipped.length + (held ? 0 : droppedIfFree);
+    const { blockedBy } = result;
+    if (skipped > 0) {
+      if (blockedBy) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)}: ${skipped} occurrence(s) skipped (overlap ${state.overlap}): ${describeBlocker(blockedBy)}`);
+      events.emit(() => ({ type: 'recurringSkipped', topic, key, size: skipped, ...(blockedBy ? { blockedBy: recurringBlocker(blockedBy) } : {}) }));
+    }
     for (const cancelled of result.cancelled) events.emit(() => ({ type: 'cancelled', topic, key: cancelled }));
-    if (plan.next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
+    // (Held back, the tick stays: it still has the occurrence it holds to create.)
+    if (!held && next === null) this.logger.log(`Recurring ${quoteInput(topic)} / ${quoteInput(key)} has no further occurrence; removed`);
   }
 
   /** The warnings gathered and not yet written. */

@@ -23,6 +23,8 @@ export interface SeriesState {
   readonly payload?: string;
   /** The scheduled instant of the latest occurrence reached (fired or missed), or null before the first. */
   readonly last: number | null;
+  /** Overlap 'bufferOne': the instant of the occurrence held back until the previous one ends (created by a later step). */
+  readonly buffered?: number;
   /** The next tick counts from its own arming time (a new schedule, a changed recurrence): nothing before it fires. */
   readonly reset: boolean;
   readonly paused: boolean;
@@ -63,7 +65,8 @@ const HEAD_FIELDS = { i: 9, c: 10 } as const;
  *   @1|c|cron|zone ('' = UTC)|dst|missed|overlap|jitter|last|flags|payload
  *   @1|i|every|anchor|missed|overlap|jitter|last|flags|payload
  * missed: '' once, 's' skip, 'a' all, 'w' + ms within; overlap: '' skip,
- * 'b', 'a', 'c'; last '' before the first occurrence; flags: r reset,
+ * 'b', 'a', 'c'; last '' before the first occurrence, then '+' and the
+ * instant 'bufferOne' holds back, if any; flags: r reset,
  * p paused, d declared, k orphan keep, f fixed time; payload '' for none.
  */
 export function encodeSeriesState(state: SeriesState): string {
@@ -75,7 +78,8 @@ export function encodeSeriesState(state: SeriesState): string {
   const missed = state.missed.kind === 'within' ? `w${state.missed.withinMs.toString(36)}` : MISSED_CODES[state.missed.kind];
   const flags = (state.reset ? 'r' : '') + (state.paused ? 'p' : '') + (state.declared ? 'd' : '') + (state.orphan === 'keep' ? 'k' : '') + (spec.kind === 'cron' && spec.fixedTime ? 'f' : '');
   const jitter = state.jitterMs === 0 ? '' : state.jitterMs.toString(36);
-  const last = state.last === null ? '' : state.last.toString(36);
+  // A held-back instant rides after the last one, past a '+' (which no base-36 number holds, so older code reads the last alone).
+  const last = (state.last === null ? '' : state.last.toString(36)) + (state.buffered === undefined ? '' : `+${state.buffered.toString(36)}`);
   return `${SERIES_STATE_MARK}|${recurrence}|${missed}|${OVERLAP_CODES[state.overlap]}|${jitter}|${last}|${flags}|${state.payload ?? ''}`;
 }
 
@@ -98,8 +102,10 @@ export function decodeSeriesState(payload: string | undefined): SeriesState | un
   const missed = missedOfCode(missedCode);
   const overlap = keyOf(OVERLAP_CODES, overlapCode);
   const jitterMs = jitter === '' ? 0 : parseInt(jitter, 36);
-  const lastMs = last === '' ? null : parseInt(last, 36);
-  if (!spec || !missed || !overlap || Number.isNaN(jitterMs) || Number.isNaN(lastMs)) return undefined;
+  const [lastPart, bufferedPart] = last.split('+');
+  const lastMs = lastPart === '' ? null : parseInt(lastPart, 36);
+  const buffered = bufferedPart === undefined ? undefined : parseInt(bufferedPart, 36);
+  if (!spec || !missed || !overlap || Number.isNaN(jitterMs) || Number.isNaN(lastMs) || Number.isNaN(buffered)) return undefined;
   return {
     v: 1,
     spec,
@@ -108,6 +114,7 @@ export function decodeSeriesState(payload: string | undefined): SeriesState | un
     jitterMs,
     payload: rest === '' ? undefined : rest,
     last: lastMs,
+    ...(buffered === undefined ? {} : { buffered }),
     reset: flags.includes('r'),
     paused: flags.includes('p'),
     declared: flags.includes('d'),

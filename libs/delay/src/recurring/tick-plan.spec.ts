@@ -75,6 +75,28 @@ describe('planTick', () => {
     expect(planTick(hourly, { kind: 'skip' }, from, from + HOUR + MISSED_GRACE_MS + 1).fire).toEqual([]);
   });
 
+  describe('within below the grace is honoured as given (every 5 s, paused 40 s: the 8 passed are 2.5 to 37.5 s old)', () => {
+    const every5s = compileRecurrence({ every: '5s' });
+    const from = at('2026-06-01T00:00:00Z');
+    const now = from + 40_000 + 2_500;
+    it.each([
+      [12_000, 2],
+      [30_000, 6],
+      [0, 1],
+    ])('within %d ms fires %d', (withinMs, count) => {
+      const plan = planTick(every5s, { kind: 'within', withinMs }, from, now);
+      expect(plan.fire).toHaveLength(count);
+      expect(plan.fire.every((instant) => now - instant <= Math.max(withinMs, 2_500))).toBe(true);
+      expect(plan.missed).toBe(8 - count);
+    });
+
+    it('the latest on time still fires, even when later than within (it is not missed)', () => {
+      const hourlyFrom = at('2026-06-01T00:00:00Z');
+      expect(planTick(hourly, { kind: 'within', withinMs: 1_000 }, hourlyFrom, hourlyFrom + HOUR + 30_000).fire).toEqual([hourlyFrom + HOUR]);
+      expect(planTick(hourly, { kind: 'within', withinMs: 1_000 }, hourlyFrom, hourlyFrom + HOUR + MISSED_GRACE_MS + 1).fire).toEqual([]);
+    });
+  });
+
   it('all fires at most MAX_CATCH_UP, the latest; a very long gap of a per-second schedule stays bounded', () => {
     const everySecond = compileRecurrence({ every: '1s' });
     const from = at('2026-06-01T00:00:00Z');

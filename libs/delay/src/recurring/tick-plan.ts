@@ -51,7 +51,8 @@ export function planTick(recurrence: NextOccurrence, missed: StoredMissedPolicy,
       fire = walkBack(recurrence, latest, from, () => true);
       break;
     case 'within':
-      fire = walkBack(recurrence, latest, from, (instant) => now - instant <= Math.max(missed.withinMs, MISSED_GRACE_MS));
+      // The missed ones at most `within` old, exactly (never widened to the grace); the latest on time is no missed one.
+      fire = walkBack(recurrence, latest, from, (instant) => now - instant <= missed.withinMs || (instant === latest && now - latest <= MISSED_GRACE_MS));
       break;
   }
   const due = countDue(recurrence, from, latest, fire);

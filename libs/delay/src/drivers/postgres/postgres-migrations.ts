@@ -13,6 +13,7 @@
  */
 
 import { STATEMENT_FUNCTIONS_SQL } from './postgres-statement-functions.sql';
+import { ADVANCE_SERIES_V2_SQL } from './postgres-advance-series-v2.sql';
 
 /** The schema the driver uses when none is configured. */
 export const POSTGRES_DEFAULT_SCHEMA = 'nestjs_delay';
@@ -839,5 +840,10 @@ END
 $fn$;
 -- ---- end the claim ----
 ${STATEMENT_FUNCTIONS_SQL}`,
+  },
+  {
+    version: 2,
+    name: 'bufferOne holds one occurrence back, refusals name their blocker',
+    sql: ADVANCE_SERIES_V2_SQL,
   },
 ];

@@ -134,11 +134,13 @@ export function postgresStatements(schema: string): PostgresStatements {
     // ---- end transactional runs ----
     // $1 topic, $2 series key, $3 expect ('token', 'payload', 'absent'), $4 its value, $5 overlap, $6 next ('keep', 'remove', 'delay', 'at'),
     // $7 its ms, $8 its payload, $9 occurrence keys, $10 absolute, $11 ms, $12 payloads, $13 orphan grace ms (0: none)
-    // (see advance_series in the migrations), $14 the store's id in a transaction, else null.
+    // (see advance_series in the migrations), $14 the store's id in a transaction, else null; bufferOne's step while a previous occurrence
+    // is alive: $15 next ('delay', 'at' or null for none), $16 its ms, $17 its payload, $18 the keys then skipped (migration 2).
     // The guard is read in the same statement, after the step: it refuses (and so undoes) a step meant for a transaction that would commit on its own, or on another database.
-    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, ${s}.clock_ms($14::${text}) AS guard
+    advanceSeries: `SELECT r.status, r.created, r.skipped, r.cancelled, r.soonest, r.now_ms, r.blocker, r.blocker_state, r.blocker_due, r.blocker_attempt,
+        ${s}.clock_ms($14::${text}) AS guard
       FROM ${s}.advance_series($1::${text}, $2::${text}, $3::${text}, $4::${text}, $5::${text}, $6::${text}, $7::${bigint}, $8::${text}, $9::${text}[], $10::${bool}[],
-        $11::${bigint}[], $12::${text}[], $13::${bigint}) r`,
+        $11::${bigint}[], $12::${text}[], $13::${bigint}, $15::${text}, $16::${bigint}, $17::${text}, $18::${text}[]) r`,
     // ---- outcomes of recurring occurrences: the same, and the schedule's last run (record_series_runs) ----
     // Used only when a run is a recurring occurrence's, so the outcomes of one-off actions pay nothing for it.
     // completeOccurrences: $1 topic, $2 members, $3 tokens, $4 start times (null for a run that is no occurrence).

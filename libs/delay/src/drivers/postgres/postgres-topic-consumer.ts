@@ -55,6 +55,8 @@ export interface PostgresConsumerSettings {
   readonly concurrency: number;
   readonly claimBatch: number;
   readonly leaseMs: number;
+  /** A recurring topic (its lease is the shorter recurring lease, renewed every fifth of it). */
+  readonly recurring?: boolean;
   /** Look at least this often even if no notification came. */
   readonly wakeCheckMs: number;
 }
@@ -144,6 +146,15 @@ export class PostgresTopicConsumer {
   /** How long every claim has waited in vain for the topic's turn (another session holds the topic's row in turns), ms; 0 when claims have it. */
   get stalledForMs(): number {
     return this.busySince === undefined ? 0 : Date.now() - this.busySince;
+  }
+
+  /** The lease its claims give and its renewals bring back. */
+  get leaseMs(): number {
+    return this.settings.leaseMs;
+  }
+
+  get recurring(): boolean {
+    return this.settings.recurring === true;
   }
 
   get holdsLeases(): boolean {

@@ -17,6 +17,7 @@ import {
   ScheduleCommand,
   ScheduleManyCommand,
   ScheduleResult,
+  SeriesBlocker,
   SeriesRunRecord,
   StoredAction,
   StoredDeadAction,
@@ -31,6 +32,8 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { LeaseRenewals } from '../lease-renewals';
+import { readSkippedOccurrence } from '../series-blocker-field';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { PostgresHandlerTransactions } from './postgres-handler-transactions';
@@ -73,6 +76,8 @@ export class PostgresDriver implements DelayDriver {
   private readonly sql: PostgresStatements;
   private readonly migrateAtStart: boolean;
   private readonly leaseMs: number;
+  private readonly leases: LeaseRenewals;
+  private leaseTimerMs = 0;
   private readonly claimBatch: number;
   private readonly wakeCheckMs: number;
   private readonly listen: boolean;
@@ -105,6 +110,7 @@ export class PostgresDriver implements DelayDriver {
     this.handlerTransactions = new PostgresHandlerTransactions(config.connectionString, config.pool, commandTimeoutMs);
     this.migrateAtStart = config.migrate ?? true;
     this.leaseMs = parseDuration(config.lease ?? '30s');
+    this.leases = new LeaseRenewals(this.leaseMs, config.recurringLease);
     this.claimBatch = config.claimBatch ?? 100;
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
     // A pooler in transaction mode hands each statement any server connection: a LISTEN there would listen nowhere.
@@ -233,8 +239,9 @@ export class PostgresDriver implements DelayDriver {
     this.handlerTransactions.sizeFor([...consumer.topics.values()].reduce((sum, concurrency) => sum + concurrency, 0));
     const wakes = new Map<string, WakeHandler>();
     for (const [topic, concurrency] of consumer.topics) {
+      const recurring = consumer.isRecurringTopic?.(topic) === true;
       const topicConsumer = new PostgresTopicConsumer(
-        { topic, concurrency, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
+        { topic, concurrency, claimBatch: this.claimBatch, leaseMs: this.leases.leaseFor(recurring), recurring, wakeCheckMs: this.wakeCheckMs },
         this.connection,
         this.sql,
         consumer,
@@ -253,7 +260,8 @@ export class PostgresDriver implements DelayDriver {
     } else {
       this.lookAgain();
     }
-    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(500, Math.floor(this.leaseMs / 3)));
+    this.leaseTimerMs = this.leases.timerMs([...this.consumers.values()].some((topicConsumer) => topicConsumer.recurring));
+    this.leaseTimer = setInterval(() => void this.renewLeases(), this.leaseTimerMs);
   }
 
   async drain(timeoutMs: number): Promise<void> {
@@ -364,6 +372,8 @@ export class PostgresDriver implements DelayDriver {
     const [nextKind, nextValue, nextPayload] =
       next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
     const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
+    const { whileAlive } = command;
+    const whileAliveDue = whileAlive ? dueParams(whileAlive.next.due) : undefined;
     const sentAt = Date.now();
     const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (txStore) => [
       topic,
@@ -380,6 +390,10 @@ export class PostgresDriver implements DelayDriver {
       command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
       command.orphanGraceMs ?? 0,
       txStore,
+      whileAlive ? ('delayMs' in whileAlive.next.due ? 'delay' : 'at') : null,
+      whileAliveDue ? whileAliveDue[1] : 0,
+      whileAlive ? whileAlive.next.payload : null,
+      whileAlive ? whileAlive.skipped : [],
     ]);
     const row = rows[0];
     this.sawNow(row.now_ms, sentAt);
@@ -395,7 +409,9 @@ export class PostgresDriver implements DelayDriver {
     // earliest due time notifies no one, and a consumer whose slots are all busy sleeps until its next tick.
     // In the caller's transaction, the notification (sent at its commit, none at a rollback) is the only wake-up.
     if (!command.transaction && row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
-    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled };
+    const blockedBy: SeriesBlocker | undefined =
+      row.blocker === null ? undefined : { occurrenceKey: String(row.blocker), state: row.blocker_state === 'running' ? 'running' : 'waiting', dueAt: int(row.blocker_due), attempt: int(row.blocker_attempt) };
+    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled, ...(blockedBy ? { blockedBy } : {}) };
   }
 
   // ---- Recurring: declaration marks and last runs ----
@@ -418,7 +434,7 @@ export class PostgresDriver implements DelayDriver {
         ? null
         : {
             outcome: String(row.outcome) as SeriesRunRecord['outcome'],
-            occurrenceKey: String(row.occurrence),
+            ...readSkippedOccurrence(String(row.occurrence)),
             startedAt: row.started_at === null ? undefined : int(row.started_at),
             attempt: int(row.attempt),
             at: int(row.at),
@@ -619,13 +635,14 @@ export class PostgresDriver implements DelayDriver {
     if (this.renewing) return;
     this.renewing = true;
     try {
+      const now = Date.now();
       await Promise.all(
         [...this.consumers.values()]
-          .filter((topicConsumer) => topicConsumer.holdsLeases)
+          .filter((topicConsumer) => topicConsumer.holdsLeases && this.leases.due(topicConsumer, topicConsumer.recurring, this.leaseTimerMs, now))
           .map((topicConsumer) => {
             const { claimIds, members, tokens } = topicConsumer.leases();
             return this.connection
-              .queryPrepared(this.sql.extend, [topicConsumer.topic, this.leaseMs, claimIds, members, tokens])
+              .queryPrepared(this.sql.extend, [topicConsumer.topic, topicConsumer.leaseMs, claimIds, members, tokens])
               .then((lost) => topicConsumer.revoke(lost.map((row) => String(row.member))))
               .catch((error: unknown) => {
                 this.logger.warn(`Could not renew leases: ${describeError(error)}`);

@@ -46,6 +46,8 @@ export interface TopicConsumerSettings {
   readonly budget: ClaimBudget;
   readonly claimBatch: number;
   readonly leaseMs: number;
+  /** A recurring topic: its claims lease for `leaseMs` from the start (a stopped instance must not hold an occurrence longer). */
+  readonly recurring?: boolean;
   /** Look at least this often even if no wake-up came: a pub/sub message can be lost with its connection. */
   readonly wakeCheckMs: number;
 }
@@ -132,6 +134,15 @@ export class RedisTopicConsumer {
     return this.settings.topic;
   }
 
+  /** The lease its claims give and its renewals bring back (the shorter recurring lease on a recurring topic). */
+  get leaseMs(): number {
+    return this.settings.leaseMs;
+  }
+
+  get recurring(): boolean {
+    return this.settings.recurring === true;
+  }
+
   /** A handler slot of the topic freed while this shard had more due work than it could take. */
   private readonly wakeForRoom = (): void => {
     if (!this.stopped) this.queueClaim();
@@ -154,11 +165,11 @@ export class RedisTopicConsumer {
     let reply: Array<string | number>;
     const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
     try {
-      const { keys, leaseMs } = this.settings;
+      const { keys, leaseMs, recurring } = this.settings;
       reply = await this.connection.run<Array<string | number>>(
         'claim',
         [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks],
-        [Math.max(0, limit), firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, TICKS_PER_CLAIM],
+        [Math.max(0, limit), recurring ? leaseMs : firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, TICKS_PER_CLAIM],
       );
       this.failures = 0;
       this.claimId = undefined;

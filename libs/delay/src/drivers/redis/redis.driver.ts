@@ -4,6 +4,7 @@ import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
+  SeriesBlocker,
   SeriesRunRecord,
   CollectCommand,
   CollectResult,
@@ -22,6 +23,8 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { parseDuration } from '../../time/duration';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { LeaseRenewals } from '../lease-renewals';
+import { readSkippedOccurrence } from '../series-blocker-field';
 import { describeError } from '../../utils/describe-error';
 import { RedisConnection } from './redis-connection';
 import { RedisEpochWatch } from './redis-epoch-watch';
@@ -60,6 +63,8 @@ export class RedisDriver implements DelayDriver {
   private readonly connection: RedisConnection;
   private readonly prefix: string;
   private readonly leaseMs: number;
+  private readonly leases: LeaseRenewals;
+  private leaseTimerMs = 0;
   private readonly claimBatch: number;
   /** Shard → its consumer in this process (by the shard's envelope key, unique per shard). */
   private readonly consumers = new Map<string, RedisTopicConsumer>();
@@ -96,6 +101,7 @@ export class RedisDriver implements DelayDriver {
     });
     this.prefix = config.prefix ?? 'delay';
     this.leaseMs = parseDuration(config.lease ?? '30s');
+    this.leases = new LeaseRenewals(this.leaseMs, config.recurringLease);
     this.claimBatch = config.claimBatch ?? 100;
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
     const shards = config.shards ?? 1;
@@ -247,7 +253,8 @@ export class RedisDriver implements DelayDriver {
     await this.subscriber.start();
     // After the command connection comes back, claims that failed meanwhile are due again at once.
     this.connection.client.on('ready', lookAgain);
-    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(500, Math.floor(this.leaseMs / 3)));
+    this.leaseTimerMs = this.leases.timerMs([...consumer.topics.keys()].some((topic) => consumer.isRecurringTopic?.(topic) === true));
+    this.leaseTimer = setInterval(() => void this.renewLeases(), this.leaseTimerMs);
   }
 
   async drain(timeoutMs: number): Promise<void> {
@@ -308,21 +315,25 @@ export class RedisDriver implements DelayDriver {
     const [expectKind, expectValue] = 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', ''];
     const [nextKind, nextValue, nextPayload] = next === null ? ['remove', 0, ''] : next === undefined ? ['keep', 0, ''] : [...dueArgs(next.due), next.payload];
     const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
+    const { whileAlive } = command;
+    const whileAliveArgs = whileAlive ? [...dueArgs(whileAlive.next.due), whileAlive.next.payload, whileAlive.skipped.length, ...whileAlive.skipped] : [''];
     const reply = await this.connection.write<Reply>(
       'advanceSeries',
       [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared],
-      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0],
+      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0, ...whileAliveArgs],
     );
     if (Number(reply[0]) === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
     if (Number(reply[0]) !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
     const created = Number(reply[1]);
     const skipped = Number(reply[2]);
-    const members = reply.slice(5).map(String);
+    const members = reply.slice(9).map(String);
     const nextDueAt = Number(reply[4]);
+    const blockedBy: SeriesBlocker | undefined =
+      String(reply[5]) === '' ? undefined : { occurrenceKey: String(reply[5]), state: String(reply[6]) === 'running' ? 'running' : 'waiting', dueAt: Number(reply[7]), attempt: Number(reply[8]) };
     const cancelled = members.slice(created + skipped);
     // A cancelled occurrence running here is told now; one running on another instance learns it at its next lease renewal.
     if (cancelled.length > 0) for (const topicConsumer of this.consumers.values()) if (topicConsumer.topic === command.topic) topicConsumer.revoke(cancelled);
-    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled, nextDueAt: nextDueAt < 0 ? undefined : nextDueAt };
+    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled, nextDueAt: nextDueAt < 0 ? undefined : nextDueAt, ...(blockedBy ? { blockedBy } : {}) };
   }
 
   async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
@@ -485,10 +496,11 @@ export class RedisDriver implements DelayDriver {
     const budget = this.budgets.get(topic);
     if (!sink || !budget) return [];
     const added: RedisTopicConsumer[] = [];
+    const recurring = sink.isRecurringTopic?.(topic) === true;
     for (const keys of layout.shards) {
       if (this.consumers.has(keys.env)) continue;
       const topicConsumer = new RedisTopicConsumer(
-        { topic, keys, budget, claimBatch: this.claimBatch, leaseMs: this.leaseMs, wakeCheckMs: this.wakeCheckMs },
+        { topic, keys, budget, claimBatch: this.claimBatch, leaseMs: this.leases.leaseFor(recurring), recurring, wakeCheckMs: this.wakeCheckMs },
         this.connection,
         sink,
         this.inFlight,
@@ -545,12 +557,13 @@ export class RedisDriver implements DelayDriver {
 
   /** All shards at once: a shard whose master does not answer must not hold up the renewals of the others until their leases expire. */
   private async renewEachShard(): Promise<void> {
+    const now = Date.now();
     const renewals = [...this.consumers.values()]
-      .filter((topicConsumer) => topicConsumer.holdsLeases)
+      .filter((topicConsumer) => topicConsumer.holdsLeases && this.leases.due(topicConsumer, topicConsumer.recurring, this.leaseTimerMs, now))
       .map((topicConsumer) => {
         const keys = topicConsumer.keys;
         return this.connection
-          .run<unknown[]>('extend', [keys.env, keys.active], [this.leaseMs, ...topicConsumer.leasePairs()])
+          .run<unknown[]>('extend', [keys.env, keys.active], [topicConsumer.leaseMs, ...topicConsumer.leasePairs()])
           .then((lost) => topicConsumer.revoke(lost.map(String)))
           .catch((error: unknown) => {
             this.logger.warn(`Could not renew leases: ${describeError(error)}`);
@@ -582,8 +595,8 @@ export class RedisDriver implements DelayDriver {
 function parseSeriesRun(text: string): SeriesRunRecord | null {
   const match = /^(succeeded|retrying|dead|skipped)\|(\d*)\|(\d+)\|(\d+)\|(.*)$/s.exec(text);
   if (!match) return null;
-  const [, outcome, startedAt, attempt, at, occurrenceKey] = match;
-  return { outcome: outcome as SeriesRunRecord['outcome'], startedAt: startedAt === '' ? undefined : Number(startedAt), attempt: Number(attempt), at: Number(at), occurrenceKey };
+  const [, outcome, startedAt, attempt, at, occurrence] = match;
+  return { outcome: outcome as SeriesRunRecord['outcome'], startedAt: startedAt === '' ? undefined : Number(startedAt), attempt: Number(attempt), at: Number(at), ...readSkippedOccurrence(occurrence) };
 }
 
 /** Every shard of every known layout of a topic. */

@@ -7,6 +7,7 @@ import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
+  SeriesBlocker,
   SeriesRunRecord,
   CollectCommand,
   CollectResult,
@@ -407,47 +408,58 @@ export class WheelDriver implements SameTickDriver {
     }
     // The series' previous occurrences still waiting or running (a cancelled or finished one has left the index).
     let alive: string[] = [];
-    let waiting = false;
+    // The one named as the reason of a refusal: the first running, else the latest waiting.
+    let blocker: SeriesBlocker | undefined;
     for (const key of state.series.get(command.key) ?? []) {
       const i = state.index.get(key);
       if (i === undefined) continue;
       alive.push(key);
-      if (arena.where[i] !== RUNNING) waiting = true;
+      const running = arena.where[i] === RUNNING;
+      if (blocker === undefined || blocker.state === 'waiting') {
+        blocker = { occurrenceKey: key, state: running ? 'running' : 'waiting', dueAt: arena.dueAt[i], attempt: arena.attempt[i] };
+      }
     }
     const created: string[] = [];
-    const skipped: string[] = [];
+    let skipped: string[] = [];
     const cancelled: string[] = [];
     let nextDueAt: number | undefined;
     const { overlap } = command;
-    const refused = command.occurrences.length > 0 && ((overlap === 'skip' && alive.length > 0) || (overlap === 'bufferOne' && waiting));
+    // 'bufferOne' never lets two occurrences of a series be alive: with one alive, the new one is held back (whileAlive) or refused.
+    const refused = command.occurrences.length > 0 && alive.length > 0 && (overlap === 'skip' || overlap === 'bufferOne');
+    const held = refused && overlap === 'bufferOne' && command.whileAlive !== undefined;
     if (command.occurrences.length > 0 && overlap === 'cancelPrevious') {
       for (const key of alive) if (this.cancelNow(command.topic, key)) cancelled.push(key);
       alive = [];
     }
-    for (const occurrence of command.occurrences) {
-      if (refused || state.index.get(occurrence.key) !== undefined) {
-        skipped.push(occurrence.key);
-        continue;
+    if (held) {
+      skipped = [...(command.whileAlive as NonNullable<AdvanceSeriesCommand['whileAlive']>).skipped];
+    } else {
+      for (const occurrence of command.occurrences) {
+        if (refused || state.index.get(occurrence.key) !== undefined) {
+          skipped.push(occurrence.key);
+          continue;
+        }
+        const dueAt = resolveDueAt(occurrence.due, now, Infinity, this.horizonMs);
+        this.arm(state, occurrence.key, occurrence.payload, dueAt, undefined);
+        created.push(occurrence.key);
       }
-      const dueAt = resolveDueAt(occurrence.due, now, Infinity, this.horizonMs);
-      this.arm(state, occurrence.key, occurrence.payload, dueAt, undefined);
-      created.push(occurrence.key);
     }
-    if (refused) state.runs.set(command.key, { outcome: 'skipped', occurrenceKey: skipped[skipped.length - 1], startedAt: undefined, attempt: 0, at: now });
+    if (refused && skipped.length > 0) state.runs.set(command.key, { outcome: 'skipped', occurrenceKey: skipped[skipped.length - 1], startedAt: undefined, attempt: 0, at: now, blockedBy: blocker });
     alive.push(...created);
-    if (command.next === null) {
+    const next = held ? command.whileAlive?.next : command.next;
+    if (next === null) {
       if (tick !== undefined) this.cancelNow(command.topic, command.key);
       this.forgetSeries(state, command.key);
     } else {
-      if (command.next !== undefined) {
+      if (next !== undefined) {
         state.ticks.add(command.key);
-        nextDueAt = resolveDueAt(command.next.due, now, Infinity, this.horizonMs);
-        this.arm(state, command.key, command.next.payload, nextDueAt, state.index.get(command.key));
+        nextDueAt = resolveDueAt(next.due, now, Infinity, this.horizonMs);
+        this.arm(state, command.key, next.payload, nextDueAt, state.index.get(command.key));
       }
       if (alive.length > 0) state.series.set(command.key, alive);
       else state.series.delete(command.key);
     }
-    return { applied: true, created, skipped, cancelled, nextDueAt };
+    return { applied: true, created, skipped, cancelled, nextDueAt, ...(refused ? { blockedBy: blocker } : {}) };
   }
 
   async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {

@@ -17,7 +17,9 @@ KEYS[6] ticks ZSET    the series' ticks, scored by due time: a tick waits
                       takes it without a handler slot
 KEYS[7] runs HASH     the last run of each series (include/series-run.lua):
                       an occurrence refused by the overlap policy is recorded
-                      as 'skipped'
+                      as 'skipped', its occurrence key followed by "\31" and
+                      the blocker: state, due time (ms), attempt, key, each
+                      after a "\31"
 KEYS[8] declared HASH field = series key, value = until when (ms) a running
                       instance declares it in code (declare.lua)
 
@@ -34,12 +36,22 @@ ARGV[9] how many occurrences follow, then per occurrence 4 values:
 then    the orphan grace, ms (0: no check). With one, a series no instance
         declares any more (its mark in `declared` has passed) is removed instead
         of advanced; a series without a mark gets one, that far ahead.
+then    whileAlive ('bufferOne'): '' for none, else 'delay' or 'at', the ms
+        and the payload of the tick's arming to make instead when a previous
+        occurrence is still waiting or running (then nothing is created), and
+        how many keys follow, reported skipped in that case.
+
+With 'skip' or 'bufferOne', occurrences are refused while a previous one is
+waiting or running ('bufferOne' never lets two be alive); with whileAlive,
+'bufferOne' holds them back instead (the tick's new payload says which).
 
 Returns {0} when the condition did not hold (nothing changed), {2} when the
 series was removed as an orphan, else {1, created, skipped, cancelled,
-nextDueAt, key...}: the counts, the re-armed tick's due time (-1 when not
-re-armed), then the keys of the created, skipped and cancelled occurrences in
-that order. A series created ('absent') starts with no last run in `runs`.
+nextDueAt, blocker key, blocker state, blocker due time, blocker attempt,
+key...}: the counts, the re-armed tick's due time (-1 when not re-armed), the
+previous occurrence that made the policy refuse ('' and zeros when none did:
+the first running one, else the latest waiting), then the keys of the
+created, skipped and cancelled occurrences in that order. A series created ('absent') starts with no last run in `runs`.
 Time is the Redis server's (TIME).
 ]]
 --@include clock
@@ -92,19 +104,27 @@ end
 
 -- The previous occurrences still waiting or running (a finished or cancelled one has no envelope).
 local alive = {}
-local waiting = false
+-- The one a refusal names: the first running, else the latest waiting.
+local blocker, blockerState, blockerDue, blockerAttempt = '', '', 0, 0
 local listed = redis.call('HGET', KEYS[5], key)
 if listed and listed ~= '' then
   for member in string.gmatch(listed, '[^\31]+') do
-    if redis.call('HEXISTS', KEYS[2], member) == 1 then
+    local held = redis.call('HGET', KEYS[2], member)
+    if held then
       alive[#alive + 1] = member
-      if not redis.call('ZSCORE', KEYS[3], member) then waiting = true end
+      local state = redis.call('ZSCORE', KEYS[3], member) and 'running' or 'waiting'
+      if blocker == '' or blockerState == 'waiting' then
+        local _, attempt, dueAt = string.match(held, '^([^|]*)|([^|]*)|([^|]*)|')
+        blocker, blockerState, blockerDue, blockerAttempt = member, state, tonumber(dueAt, 36), tonumber(attempt)
+      end
     end
   end
 end
 
 local overlap = ARGV[4]
-local refused = count > 0 and ((overlap == 'skip' and #alive > 0) or (overlap == 'bufferOne' and waiting))
+local refused = count > 0 and #alive > 0 and (overlap == 'skip' or overlap == 'bufferOne')
+local whileAt = 11 + count * 4
+local held = refused and overlap == 'bufferOne' and (ARGV[whileAt] or '') ~= ''
 local cancelled = {}
 if count > 0 and overlap == 'cancelPrevious' then
   for _, member in ipairs(alive) do
@@ -118,6 +138,11 @@ end
 
 local earliest = nil
 local created, skipped = {}, {}
+if held then
+  -- Held back: nothing created; the ones the caller gave are skipped.
+  for n = 1, tonumber(ARGV[whileAt + 3]) do skipped[#skipped + 1] = ARGV[whileAt + 3 + n] end
+  count = 0
+end
 for n = 0, count - 1 do
   local base = 10 + n * 4
   local member = ARGV[base]
@@ -132,17 +157,20 @@ for n = 0, count - 1 do
     alive[#alive + 1] = member
   end
 end
-if refused then recordSeriesRun(KEYS[7], skipped[#skipped], 'skipped', '', 0, now) end
+if refused and #skipped > 0 then
+  recordSeriesRun(KEYS[7], skipped[#skipped] .. '\31' .. blockerState .. '\31' .. string.format('%d', blockerDue) .. '\31' .. blockerAttempt .. '\31' .. blocker, 'skipped', '', 0, now)
+end
 
-local nextKind = ARGV[5]
+local nextKind, nextMs, nextPayload = ARGV[5], ARGV[6], ARGV[7]
+if held then nextKind, nextMs, nextPayload = ARGV[whileAt], ARGV[whileAt + 1], ARGV[whileAt + 2] end
 local nextDueAt = -1
 if nextKind == 'remove' then
   removeSeries()
 else
   if nextKind ~= 'keep' then
-    local dueAt = dueOf(nextKind, ARGV[6])
+    local dueAt = dueOf(nextKind, nextMs)
     nextDueAt = dueAt
-    redis.call('HSET', KEYS[2], key, mintToken(KEYS[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. ARGV[7])
+    redis.call('HSET', KEYS[2], key, mintToken(KEYS[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. nextPayload)
     -- A run of the tick still going loses its lease; its ack will not match the new token.
     redis.call('ZREM', KEYS[3], key)
     redis.call('ZADD', KEYS[6], dueAt, key)
@@ -163,7 +191,8 @@ if earliest then
   if first[2] and tonumber(first[2]) >= earliest then redis.call('PUBLISH', ARGV[8], string.format('%d', earliest)) end
 end
 
-local result = {1, #created, #skipped, #cancelled, nextDueAt}
+if not refused then blocker, blockerState, blockerDue, blockerAttempt = '', '', 0, 0 end
+local result = {1, #created, #skipped, #cancelled, nextDueAt, blocker, blockerState, blockerDue, blockerAttempt}
 for _, member in ipairs(created) do result[#result + 1] = member end
 for _, member in ipairs(skipped) do result[#result + 1] = member end
 for _, member in ipairs(cancelled) do result[#result + 1] = member end
