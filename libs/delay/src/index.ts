@@ -50,6 +50,7 @@ export type {
   AdvanceSeriesResult,
   SeriesExpectation,
   SeriesOccurrence,
+  SeriesPageRequest,
 } from './interfaces/delay-driver.interface';
 
 export { WheelDriver } from './drivers/wheel/wheel.driver';
@@ -72,5 +73,6 @@ export type {
   RecurringRun,
   OrphanPolicy,
 } from './recurring/recurring-options';
+export type { RecurringPage, RecurringPageRequest, RecurringUpsert } from './recurring/recurring-page';
 
 export * from './errors';

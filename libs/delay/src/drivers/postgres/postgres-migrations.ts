@@ -12,6 +12,7 @@
  * (COLLATE "C"), as on the other drivers.
  */
 
+import { SERIES_LISTS_MIGRATION } from './postgres-migration-series-lists';
 import { STATEMENT_FUNCTIONS_SQL } from './postgres-statement-functions.sql';
 
 /** The schema the driver uses when none is configured. */
@@ -840,4 +841,5 @@ $fn$;
 -- ---- end the claim ----
 ${STATEMENT_FUNCTIONS_SQL}`,
   },
+  SERIES_LISTS_MIGRATION,
 ];

@@ -4,6 +4,7 @@ import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
+  SeriesPageRequest,
   SeriesRunRecord,
   CollectCommand,
   CollectResult,
@@ -188,6 +189,11 @@ export class RedisDriver implements DelayDriver {
     return this.queries.list(topic, allShards(await this.view(topic)), page);
   }
 
+  /** The series' ticks by key: every shard of every known shard count read by key (list-series.lua) and merged. */
+  async listSeries(topic: string, page: SeriesPageRequest): Promise<StoredAction[]> {
+    return this.queries.listSeries(topic, allShards(await this.view(topic)), page);
+  }
+
   async count(topic: string): Promise<number> {
     return this.queries.count(allShards(await this.view(topic)));
   }
@@ -310,7 +316,7 @@ export class RedisDriver implements DelayDriver {
     const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
     const reply = await this.connection.write<Reply>(
       'advanceSeries',
-      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared],
+      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared, keys.schedules],
       [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0],
     );
     if (Number(reply[0]) === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };

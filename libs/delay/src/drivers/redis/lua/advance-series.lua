@@ -20,6 +20,9 @@ KEYS[7] runs HASH     the last run of each series (include/series-run.lua):
                       as 'skipped'
 KEYS[8] declared HASH field = series key, value = until when (ms) a running
                       instance declares it in code (declare.lua)
+KEYS[9] schedules ZSET the series keys, all scored 0, ranged by key for
+                      listings (list-series.lua): a key is added when its
+                      tick is armed and removed with its series
 
 ARGV[1] series key
 ARGV[2] 'token', 'payload' or 'absent': what must hold for anything to change
@@ -71,6 +74,7 @@ local function removeSeries()
   redis.call('ZREM', KEYS[6], key)
   redis.call('HDEL', KEYS[7], key)
   redis.call('HDEL', KEYS[8], key)
+  redis.call('ZREM', KEYS[9], key)
 end
 
 local count = tonumber(ARGV[9])
@@ -146,6 +150,7 @@ else
     -- A run of the tick still going loses its lease; its ack will not match the new token.
     redis.call('ZREM', KEYS[3], key)
     redis.call('ZADD', KEYS[6], dueAt, key)
+    redis.call('ZADD', KEYS[9], 0, key)
     -- Consumers whose slots are all busy sleep until a slot frees or a wake: a tick needs no slot, so tell them.
     local firstTick = redis.call('ZRANGE', KEYS[6], 0, 0)
     if firstTick[1] == key then redis.call('PUBLISH', ARGV[8], string.format('%d', dueAt)) end
