@@ -15,7 +15,8 @@ import { parsePayload, serializePayload } from '../validation/payload-json';
 import { isTickKey, occurrenceKey, parseOccurrenceKey } from './occurrence-key';
 import { OrphanPolicy, RecurringOptions, RecurringRun, RecurringSchedule } from './recurring-options';
 import { PAUSED_TICK_DELAY_MS } from './recurring-ticker';
-import { checkRecurringOptions } from './check-recurring-options';
+import { checkRecurringOptions, CompileRecurrence } from './check-recurring-options';
+import { compileRecurrence, CompiledRecurrence } from './compile-recurrence';
 import { CompiledRecurrences } from './compiled-recurrences';
 import { RecurringPage, RecurringPageRequest, RecurringUpsert } from './recurring-page';
 import { MAX_RECURRING_PAGE, validateRecurringPage } from './recurring-page-input';
@@ -95,13 +96,24 @@ export class RecurringSchedules {
     validateTopic(topic);
     if (!Array.isArray(entries)) throw new InvalidScheduleOptionsError(`upsertRecurringMany takes an array of schedules, got ${quoteInput(entries)}`);
     const seen = new Set<string>();
+    // Schedules written together mostly share a few recurrences: each distinct one is compiled (and checked) once.
+    const compiled = new Map<string, CompiledRecurrence>();
+    const compile: CompileRecurrence = (spec, options) => {
+      const id = JSON.stringify(spec);
+      let known = compiled.get(id);
+      if (!known) {
+        known = compileRecurrence(spec, options);
+        compiled.set(id, known);
+      }
+      return known;
+    };
     const checked = entries.map((entry: RecurringUpsert<TPayload>) => {
       if (entry === null || typeof entry !== 'object') throw new InvalidScheduleOptionsError(`each schedule must be an object with a key, got ${quoteInput(entry)}`);
       const { key, ...options } = entry;
       validateSeriesKey(key);
       if (seen.has(key)) throw new InvalidKeyError(key, 'is given twice in one upsertRecurringMany');
       seen.add(key);
-      return { key, wanted: this.wanted(options as RecurringOptions<TPayload>, undefined) };
+      return { key, wanted: this.wanted(options as RecurringOptions<TPayload>, undefined, compile) };
     });
     const schedules: Array<RecurringSchedule<TPayload>> = [];
     for (let at = 0; at < checked.length; at += MANY_CHUNK) schedules.push(...(await this.upsertChunk<TPayload>(topic, checked.slice(at, at + MANY_CHUNK))));
@@ -171,8 +183,8 @@ export class RecurringSchedules {
   }
 
   /** The state an upsert wants: checked options (typed errors for bad ones), the payload serialised. */
-  private wanted<TPayload>(options: RecurringOptions<TPayload>, declaration: { readonly orphan: OrphanPolicy } | undefined): Wanted {
-    const checked = checkRecurringOptions(options, this.minIntervalMs);
+  private wanted<TPayload>(options: RecurringOptions<TPayload>, declaration: { readonly orphan: OrphanPolicy } | undefined, compile?: CompileRecurrence): Wanted {
+    const checked = checkRecurringOptions(options, this.minIntervalMs, compile);
     const payload = serializePayload(options.payload, this.options.maxPayloadBytes);
     const declared = declaration !== undefined;
     return { spec: checked.compiled.spec, missed: checked.missed, overlap: checked.overlap, jitterMs: checked.jitterMs, payload, declared, orphan: declaration?.orphan === 'keep' ? ('keep' as const) : undefined };
@@ -325,7 +337,7 @@ export class RecurringSchedules {
    */
   private nextRunAt(state: SeriesState, dueAt: number): Date | null {
     if (!state.reset) return new Date(dueAt);
-    const next = this.recurrences.get(state.spec).after(Math.max(state.last ?? -Infinity, dueAt));
+    const next = this.recurrences.after(state.spec, Math.max(state.last ?? -Infinity, dueAt));
     return next === null ? null : new Date(next);
   }
 
