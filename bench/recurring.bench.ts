@@ -16,7 +16,10 @@
 // flight; (2) firing lateness of 10,000 schedules due at the same minute
 // boundary, one worker process; (3) Redis bytes per schedule at 100,000
 // schedules, nothing due, and where they go; (4) the cost of idling with
-// those 100,000 schedules and none due: Redis CPU and the worker's CPU.
+// those 100,000 schedules and none due: Redis CPU and the worker's CPU;
+// (5) nestjs-delay alone, Redis and wheel: listRecurring of 100,000 schedules
+// and creating 10,000 one call each against one upsertRecurringMany
+// (bench/recurring/lists-phase.ts).
 // Worker processes are the compiled bench/recurring/worker.ts. See BENCHMARKS.md.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
@@ -32,15 +35,17 @@ import { allKeys, keyBytes, parseInfo, ServerWork, usedMemory } from './redis/re
 import { BenchRedisServer } from './redis/redis-server';
 import { WorkerPool } from './redis/worker-pool';
 import { recordResults } from './results';
-import type { RatioRow, ResultsUpdate } from './results';
+import type { BarsRow, RatioRow, ResultsUpdate } from './results';
 import { parseOccurrenceId, RECURRING_QUEUE, RECURRING_TOPIC } from './recurring/protocol';
 import type { RecurringWorkerConfig } from './recurring/protocol';
+import { measureLists } from './recurring/lists-phase';
+import type { ListsResult } from './recurring/lists-phase';
 import { BullmqRecurringScheduler, DelayRecurringScheduler } from './recurring/schedulers';
 import type { RecurringScheduler, ScheduleSpec } from './recurring/schedulers';
 import { fmt, loadAverage, markdownTable, median, quantile } from './support';
 
 const QUICK = process.env.BENCH_RECURRING_QUICK === '1';
-const PHASES = new Set((process.env.BENCH_RECURRING_PHASES ?? '1,2,3,4').split(',').map((phase) => Number(phase.trim())));
+const PHASES = new Set((process.env.BENCH_RECURRING_PHASES ?? '1,2,3,4,5').split(',').map((phase) => Number(phase.trim())));
 
 const SETTINGS = {
   createCount: QUICK ? 2_000 : 10_000,
@@ -58,6 +63,8 @@ const SETTINGS = {
   concurrency: 100,
   /** Keys whose MEMORY USAGE is read per key kind; the rest is extrapolated. */
   memorySample: 500,
+  /** Phase 5: schedules listed, and schedules created per call and in bulk. */
+  lists: { listCount: QUICK ? 10_000 : 100_000, bulkCount: QUICK ? 2_000 : 10_000 },
 };
 
 /** Once a year (1 January, 00:00 UTC): nothing falls due while the bench runs. */
@@ -520,7 +527,7 @@ function sizeOf(results: readonly FootprintResult[]): string {
  * run, the p50 and the p99 ratio (nestjs-delay without jitter), as the
  * summary gives them.
  */
-function recurringResults(creation: readonly CreateResult[], lateness: readonly LatenessResult[], footprints: readonly FootprintResult[], runs: string): ResultsUpdate {
+function recurringResults(creation: readonly CreateResult[], lateness: readonly LatenessResult[], footprints: readonly FootprintResult[], lists: readonly ListsResult[], runs: string): ResultsUpdate {
   const rows: RatioRow[] = [];
   const round = (value: number): number => Math.round(value * 100) / 100;
   const push = (label: string, values: readonly number[], better: 'higher' | 'lower'): void => {
@@ -538,7 +545,43 @@ function recurringResults(creation: readonly CreateResult[], lateness: readonly 
   const ourCreation = created('delay');
   const bullCreation = created('bullmq');
   if (ourCreation && bullCreation) push('creation, 100 in flight', [median(ourCreation.rates) / median(bullCreation.rates)], 'higher');
-  return { runs, rows: { 'recurring-vs-bullmq': rows } };
+  return { runs, rows: { 'recurring-vs-bullmq': rows, 'recurring-lists': listsRows(lists) } };
+}
+
+/** Phase 5's rows: seconds per driver, for bench/results/recurring.json. */
+function listsRows(lists: readonly ListsResult[]): BarsRow[] {
+  if (lists.length === 0) return [];
+  const row = (label: string, value: (result: ListsResult) => number): BarsRow => ({
+    label,
+    bars: lists.map((result) => ({ name: result.driver, value: Math.round(value(result) * 100) / 100 })),
+  });
+  return [
+    row(`listRecurring, ${LISTS_SIZE} schedules`, (result) => result.listSeconds),
+    row(`create ${BULK_SIZE} schedules, upsertRecurring one at a time`, (result) => result.perCallSeconds),
+    row(`create ${BULK_SIZE} schedules, upsertRecurringMany`, (result) => result.bulkSeconds),
+    row(`reconcile ${BULK_SIZE} unchanged schedules, upsertRecurringMany`, (result) => result.reconcileSeconds),
+  ];
+}
+
+/** Row labels name a full run's sizes, as the other rows do. */
+const LISTS_SIZE = '100,000';
+const BULK_SIZE = '10,000';
+
+function listsTable(lists: readonly ListsResult[]): string {
+  const rows = lists.map((result) => [
+    result.driver,
+    fmt(result.listSeconds, 2),
+    fmt(result.pageSeconds * 1000, 1),
+    fmt(result.perCallSeconds, 2),
+    fmt(result.bulkSeconds, 2),
+    fmt(result.perCallSeconds / result.bulkSeconds, 1),
+    fmt(result.reconcileSeconds, 2),
+  ]);
+  return markdownTable(
+    ['driver', `listRecurring of ${fmt(SETTINGS.lists.listCount)}, s`, 'one page of 100, ms', `${fmt(SETTINGS.lists.bulkCount)} upsertRecurring one at a time, s`, 'one upsertRecurringMany, s', 'bulk faster by', 'upsertRecurringMany again, unchanged, s'],
+    rows,
+    [false, true, true, true, true, true, true],
+  );
 }
 
 // ---- main ----------------------------------------------------------------
@@ -620,7 +663,16 @@ async function main(): Promise<void> {
       }
       console.log('');
     }
-    recordResults('recurring', !QUICK, () => recurringResults(creation, lateness, footprints, `one run (${command}), load average ${loadAtStart.split(' / ')[0]} at the start`));
+    const lists: ListsResult[] = [];
+    if (PHASES.has(5)) {
+      await bench.redis.flushall();
+      lists.push(await measureLists('redis', { driver: { type: 'redis', url: server.url } }, SETTINGS.lists, async () => void (await bench.redis.flushall())));
+      lists.push(await measureLists('wheel', { driver: { type: 'wheel' } }, SETTINGS.lists, async () => undefined));
+      console.log(`## 5. nestjs-delay alone: listing ${fmt(SETTINGS.lists.listCount)} schedules, creating ${fmt(SETTINGS.lists.bulkCount)} one call each or in one upsertRecurringMany\n`);
+      console.log(listsTable(lists));
+      console.log('');
+    }
+    recordResults('recurring', !QUICK, () => recurringResults(creation, lateness, footprints, lists, `one run (${command}), load average ${loadAtStart.split(' / ')[0]} at the start`));
     console.log(`\nDone in ${fmt((performance.now() - startedAt) / 1000)} s; load average ${loadAverage()}.`);
   } finally {
     await delay.close();
