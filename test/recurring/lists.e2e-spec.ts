@@ -140,6 +140,14 @@ describe.each(TARGETS)('recurring listings and bulk writes on the $name driver',
     expect(last.next).toBeNull();
     // A key that is no schedule's: the page starts where it would be.
     expect(keysOf((await delay.listRecurringPage(BULK, { after: 'bb' })).schedules)).toEqual(['c', 'd']);
+    // Made and removed after a listing (Redis built its key index then): the next listing sees both.
+    await delay.upsertRecurring(BULK, 'bc', { cron: '0 9 * * *' });
+    await delay.removeRecurring(BULK, 'a');
+    expect(keysOf(await delay.listRecurring(BULK))).toEqual(['b', 'bc', 'c', 'd']);
+    for (const key of ['b', 'bc', 'c', 'd']) await delay.removeRecurring(BULK, key);
+    expect(await delay.listRecurring(BULK)).toEqual([]);
+    await delay.upsertRecurring(BULK, 'z', { cron: '0 9 * * *' });
+    expect(keysOf(await delay.listRecurring(BULK))).toEqual(['z']);
     for (const page of [{ limit: 0 }, { limit: 1001 }, { limit: 2.5 }, { after: 'x\u001ey' }, { after: '' }, { after: 7 as unknown as string }]) {
       await expect(delay.listRecurringPage(BULK, page)).rejects.toBeInstanceOf(InvalidPageError);
     }

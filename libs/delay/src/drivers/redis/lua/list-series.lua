@@ -8,10 +8,11 @@ KEYS[2] active ZSET
 KEYS[3] ticks ZSET
 KEYS[4] schedules ZSET  every member scored 0, so ranged by key (byte order,
                         which is code point order): the keys of the shard's
-                        ticks (advance-series.lua adds a key when it arms its
-                        tick and removes it with the series), and the member
-                        '' once it was built from ticks and active for data
-                        written before it existed
+                        ticks, and the member ''. The first listing builds it
+                        from ticks and active; from then on advance-series.lua
+                        adds a key when it arms its tick and removes it with
+                        the series (and drops the set with the last one), so
+                        a topic never listed stores no index
 KEYS[5] paused STRING   exists while the topic is paused
 
 ARGV[1] '' for the first page, else the key after which the page starts
