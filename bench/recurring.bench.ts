@@ -25,6 +25,9 @@
 // lateness, the longest event-loop stall, missed, warning lines; (6) the
 // cost of a catch-up: a per-second and a per-minute schedule 30 days behind
 // (the topic paused on a VirtualClock, then resumed), on the wheel.
+// (7) nestjs-delay alone, Redis and wheel: listRecurring of 100,000 schedules
+// and creating 10,000 one call each against one upsertRecurringMany
+// (bench/recurring/lists-phase.ts).
 // Worker processes are the compiled bench/recurring/worker.ts. See BENCHMARKS.md.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
@@ -40,9 +43,11 @@ import { allKeys, keyBytes, parseInfo, ServerWork, usedMemory } from './redis/re
 import { BenchRedisServer } from './redis/redis-server';
 import { WorkerPool } from './redis/worker-pool';
 import { recordResults } from './results';
-import type { RatioRow, ResultsUpdate } from './results';
+import type { BarsRow, RatioRow, ResultsUpdate } from './results';
 import { parseOccurrenceId, RECURRING_QUEUE, RECURRING_TOPIC } from './recurring/protocol';
 import type { RecurringWorkerConfig } from './recurring/protocol';
+import { measureLists } from './recurring/lists-phase';
+import type { ListsResult } from './recurring/lists-phase';
 import { BullmqRecurringScheduler, DelayRecurringScheduler } from './recurring/schedulers';
 import type { RecurringScheduler, ScheduleSpec } from './recurring/schedulers';
 import { fmt, loadAverage, markdownTable, median, quantile } from './support';
@@ -57,7 +62,7 @@ import { DelayTestingModule, VirtualClock } from 'nestjs-delay/testing';
 import type { ThroughputConfig, ThroughputContender, ThroughputResult } from './recurring/throughput';
 
 const QUICK = process.env.BENCH_RECURRING_QUICK === '1';
-const PHASES = new Set((process.env.BENCH_RECURRING_PHASES ?? '1,2,3,4,5,6').split(',').map((phase) => Number(phase.trim())));
+const PHASES = new Set((process.env.BENCH_RECURRING_PHASES ?? '1,2,3,4,5,6,7').split(',').map((phase) => Number(phase.trim())));
 const CONTENDERS = (process.env.BENCH_RECURRING_CONTENDERS ?? 'wheel,redis,postgres,bullmq').split(',').map((name) => name.trim()) as ThroughputContender[];
 
 const SETTINGS = {
@@ -81,6 +86,8 @@ const SETTINGS = {
   throughputWarmupMs: QUICK ? 3_000 : 5_000,
   throughputMeasureMs: QUICK ? 5_000 : 20_000,
   throughputConcurrency: 1_000,
+  /** Phase 7: schedules listed, and schedules created per call and in bulk. */
+  lists: { listCount: QUICK ? 10_000 : 100_000, bulkCount: QUICK ? 2_000 : 10_000 },
 };
 
 /** Once a year (1 January, 00:00 UTC): nothing falls due while the bench runs. */
@@ -548,6 +555,7 @@ function recurringResults(
   lateness: readonly LatenessResult[],
   footprints: readonly FootprintResult[],
   throughput: readonly ThroughputRow[],
+  lists: readonly ListsResult[],
   runs: string,
 ): ResultsUpdate {
   const rows: RatioRow[] = [];
@@ -575,7 +583,43 @@ function recurringResults(
       if (ours !== undefined) push(`run per second, 10,000 schedules every second (${contender === 'wheel' ? 'wheel' : contender === 'redis' ? 'Redis' : 'PostgreSQL'})`, [ours / bullFired], 'higher');
     }
   }
-  return { runs, rows: { 'recurring-vs-bullmq': rows } };
+  return { runs, rows: { 'recurring-vs-bullmq': rows, 'recurring-lists': listsRows(lists) } };
+}
+
+/** Phase 7's rows: seconds per driver, for bench/results/recurring.json. */
+function listsRows(lists: readonly ListsResult[]): BarsRow[] {
+  if (lists.length === 0) return [];
+  const row = (label: string, value: (result: ListsResult) => number): BarsRow => ({
+    label,
+    bars: lists.map((result) => ({ name: result.driver, value: Math.round(value(result) * 100) / 100 })),
+  });
+  return [
+    row(`listRecurring, ${LISTS_SIZE} schedules`, (result) => result.listSeconds),
+    row(`create ${BULK_SIZE} schedules, upsertRecurring one at a time`, (result) => result.perCallSeconds),
+    row(`create ${BULK_SIZE} schedules, upsertRecurringMany`, (result) => result.bulkSeconds),
+    row(`reconcile ${BULK_SIZE} unchanged schedules, upsertRecurringMany`, (result) => result.reconcileSeconds),
+  ];
+}
+
+/** Row labels name a full run's sizes, as the other rows do. */
+const LISTS_SIZE = '100,000';
+const BULK_SIZE = '10,000';
+
+function listsTable(lists: readonly ListsResult[]): string {
+  const rows = lists.map((result) => [
+    result.driver,
+    fmt(result.listSeconds, 2),
+    fmt(result.pageSeconds * 1000, 1),
+    fmt(result.perCallSeconds, 2),
+    fmt(result.bulkSeconds, 2),
+    fmt(result.perCallSeconds / result.bulkSeconds, 1),
+    fmt(result.reconcileSeconds, 2),
+  ]);
+  return markdownTable(
+    ['driver', `listRecurring of ${fmt(SETTINGS.lists.listCount)}, s`, 'one page of 100, ms', `${fmt(SETTINGS.lists.bulkCount)} upsertRecurring one at a time, s`, 'one upsertRecurringMany, s', 'bulk faster by', 'upsertRecurringMany again, unchanged, s'],
+    rows,
+    [false, true, true, true, true, true, true],
+  );
 }
 
 // ---- phase 5: throughput, 10,000 schedules every second ----------------------
@@ -833,7 +877,16 @@ async function main(): Promise<void> {
       console.log('');
     }
 
-    recordResults('recurring', !QUICK, () => recurringResults(creation, lateness, footprints, throughput, `one run (${command}), load average ${loadAtStart.split(' / ')[0]} at the start`));
+    const lists: ListsResult[] = [];
+    if (PHASES.has(7)) {
+      await bench.redis.flushall();
+      lists.push(await measureLists('redis', { driver: { type: 'redis', url: server.url } }, SETTINGS.lists, async () => void (await bench.redis.flushall())));
+      lists.push(await measureLists('wheel', { driver: { type: 'wheel' } }, SETTINGS.lists, async () => undefined));
+      console.log(`## 7. nestjs-delay alone: listing ${fmt(SETTINGS.lists.listCount)} schedules, creating ${fmt(SETTINGS.lists.bulkCount)} one call each or in one upsertRecurringMany\n`);
+      console.log(listsTable(lists));
+      console.log('');
+    }
+    recordResults('recurring', !QUICK, () => recurringResults(creation, lateness, footprints, throughput, lists, `one run (${command}), load average ${loadAtStart.split(' / ')[0]} at the start`));
     console.log(`\nDone in ${fmt((performance.now() - startedAt) / 1000)} s; load average ${loadAverage()}.`);
   } finally {
     await delay.close();

@@ -205,7 +205,7 @@ describe('admin page (HTTP)', () => {
       expect(topicRow(INVOICE)).not.toContain('badge recurring');
 
       const reports = await request(target.baseUrl).get(schedulesPath(REPORTS)).expect(200);
-      expect(reports.text).toContain('1–2 of 2');
+      expect(reports.text).toContain('2 schedules from the first');
       expect(row(reports.text, 'weekly')).toContain('<code>0 9 * * 1</code> <span class="muted">America/New_York</span>');
       expect(row(reports.text, 'weekly')).toContain(weeklyNext.toISOString());
       expect(row(reports.text, 'weekly')).toContain('per key');
@@ -227,12 +227,21 @@ describe('admin page (HTTP)', () => {
       expect((await request(target.baseUrl).get(`/admin/delays/topics/${INVOICE}`).expect(200)).text).not.toContain('/schedules"');
     });
 
-    it('pages schedules like the other lists', async () => {
+    it('pages schedules by key, reading only the page: next after the last key shown, back to the first; a bad key is a 400 that changes nothing', async () => {
       target = await startAdminApp({ pageSize: 2 });
       for (const key of ['a', 'b', 'c']) await target.delay.upsertRecurring(REPORTS, key, { every: '1h' });
-      const second = await request(target.baseUrl).get(`${schedulesPath(REPORTS)}?page=2`).expect(200);
-      expect([...second.text.matchAll(/data-label="Key"><code>(\w)<\/code>/g)].map((match) => match[1])).toEqual(['c']);
-      expect(second.text).toContain('3–3 of 3');
+      const keys = (text: string): string[] => [...text.matchAll(/data-label="Key"><code>(\w)<\/code>/g)].map((match) => match[1]);
+      const first = await request(target.baseUrl).get(schedulesPath(REPORTS)).expect(200);
+      expect(keys(first.text)).toEqual(['a', 'b']);
+      expect(first.text).toContain(`href="${schedulesPath(REPORTS)}?after=b">next →</a>`);
+      const second = await request(target.baseUrl).get(`${schedulesPath(REPORTS)}?after=b`).expect(200);
+      expect(keys(second.text)).toEqual(['c']);
+      expect(second.text).toContain('1 schedule after <code>b</code>');
+      expect(second.text).toContain(`href="${schedulesPath(REPORTS)}">← first</a>`);
+      expect(second.text).not.toContain('next →');
+      const refused = await request(target.baseUrl).get(`${schedulesPath(REPORTS)}?after=${encodeURIComponent('a\u001eb')}`).expect(400);
+      expect(refused.text).toContain('Invalid page');
+      expect((await target.delay.listRecurring(REPORTS)).map((schedule) => schedule.key)).toEqual(['a', 'b', 'c']);
     });
 
     it('pauses, resumes and runs a schedule now through the forms; a cross-site post is refused and changes nothing', async () => {

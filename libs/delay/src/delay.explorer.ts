@@ -10,7 +10,8 @@ import { ScopedHandlerError } from './errors/scoped-handler.error';
 import { DelayContext } from './interfaces/delay-context.interface';
 import { validateTopic } from './validation/action-input';
 import { checkOrphanPolicy, checkRecurringOptions } from './recurring/check-recurring-options';
-import { RecurringSchedules, validateSeriesKey } from './recurring/recurring-schedules';
+import { RecurringSchedules } from './recurring/recurring-schedules';
+import { validateSeriesKey } from './recurring/series-key';
 
 /** Nest's InstanceWrapper, named through the public DiscoveryService rather than a deep import. */
 type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];

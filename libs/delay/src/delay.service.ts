@@ -33,6 +33,7 @@ import { SERIES_SEPARATOR } from './recurring/occurrence-key';
 import { quoteInput } from './utils/quote-input';
 import { RecurringSchedules } from './recurring/recurring-schedules';
 import { RecurringOptions, RecurringSchedule } from './recurring/recurring-options';
+import { RecurringPage, RecurringPageRequest, RecurringUpsert } from './recurring/recurring-page';
 import { decodeSeriesState } from './recurring/series-state';
 
 /**
@@ -336,6 +337,24 @@ export class DelayService {
     return schedule;
   }
 
+  /**
+   * `upsertRecurring` for many schedules of one topic (each entry its `key`
+   * and its options), in a round trip or two per 1000 whatever their number:
+   * one read of their ticks, one write of those created or changed; those
+   * already as given are not written. For creating or reconciling schedules
+   * in bulk (at startup, one per customer). Every entry is checked before
+   * anything is written: bad input (a bad key, a key given twice, bad
+   * options) throws its typed error and changes nothing. Each schedule is
+   * written on its own (no transaction: a failure part way leaves the
+   * earlier ones written; calling again finishes the job). Returns the
+   * schedules in the order given.
+   */
+  async upsertRecurringMany<TPayload = unknown>(topic: string, schedules: ReadonlyArray<RecurringUpsert<TPayload>>): Promise<Array<RecurringSchedule<TPayload>>> {
+    const written = await this.recurringFor(topic).upsertMany<TPayload>(topic, schedules);
+    for (const schedule of written) this.events.emit(() => ({ type: 'scheduled', topic, key: schedule.key, dueAt: schedule.nextRunAt ?? undefined }));
+    return written;
+  }
+
   /** Removes the schedule; occurrences already due still run. True if there was one. */
   async removeRecurring(topic: string, key: string, options?: WriteOptions): Promise<boolean> {
     const schedules = this.recurringFor(topic);
@@ -357,9 +376,27 @@ export class DelayService {
     return this.registry?.isRecurring(topic) ?? false;
   }
 
-  /** Every schedule of the topic, by key, with its next and last run. */
+  /**
+   * Every schedule of the topic, by key (code point order), with its next
+   * and last run: read a page of 1000 at a time by key, so each schedule that
+   * exists for the whole listing is in it exactly once, however often the
+   * schedules fire meanwhile. For a large topic, prefer listRecurringPage.
+   */
   async listRecurring<TPayload = unknown>(topic: string): Promise<Array<RecurringSchedule<TPayload>>> {
     return this.recurringFor(topic).list<TPayload>(topic);
+  }
+
+  /**
+   * One page of the topic's schedules, by key (code point order): those after
+   * `page.after` (from the first when absent), at most `page.limit` (default
+   * 100, at most 1000). Pass the page's `next` as the next `after`; null
+   * means it was the last. The store reads only the page. A schedule that
+   * exists for the whole walk is listed exactly once; one created or removed
+   * meanwhile may or may not be. A bad `after` (not a schedule key) or
+   * `limit` throws InvalidPageError.
+   */
+  async listRecurringPage<TPayload = unknown>(topic: string, page?: RecurringPageRequest): Promise<RecurringPage<TPayload>> {
+    return this.recurringFor(topic).listPage<TPayload>(topic, page);
   }
 
   /** Stops the schedule firing (on every instance) until resumeRecurring; its missed-run policy applies then. True if it was not paused. */

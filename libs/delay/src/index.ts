@@ -51,6 +51,7 @@ export type {
   SeriesExpectation,
   SeriesOccurrence,
   SeriesBlocker,
+  SeriesPageRequest,
 } from './interfaces/delay-driver.interface';
 
 export { WheelDriver } from './drivers/wheel/wheel.driver';
@@ -74,5 +75,6 @@ export type {
   RecurringBlocker,
   OrphanPolicy,
 } from './recurring/recurring-options';
+export type { RecurringPage, RecurringPageRequest, RecurringUpsert } from './recurring/recurring-page';
 
 export * from './errors';

@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { DelayService, RecurringSchedule, UnsupportedOperationError } from 'nestjs-delay';
+import { DelayService, RecurringOptions, RecurringSchedule, UnsupportedOperationError } from 'nestjs-delay';
 import { DigestSchedulePayload } from './digest-schedule-payload';
 import { Merchant } from './merchant';
 import { DIGEST_CRON, MERCHANT_DIGEST } from './merchant-topics';
@@ -32,11 +32,18 @@ export class DigestSchedules implements OnApplicationBootstrap {
    * theirs on a fresh database, and a store that lost its schedules (Redis
    * emptied, the wheel after a restart) gets them back. Writing a schedule
    * that is already as wanted changes nothing, so every instance may do it.
+   * One upsertRecurringMany for all: per 1000 merchants one read, and one
+   * write of the schedules created or changed (none on a restart). Nest
+   * awaits this before the shop listens, so its first answer (health
+   * included) comes once every schedule is written.
    */
   async onApplicationBootstrap(): Promise<void> {
     if (!(await this.isSupported())) return;
     const merchants = await this.merchants.findAll();
-    for (const merchant of merchants) await this.upsert(merchant);
+    await this.delay.upsertRecurringMany<DigestSchedulePayload>(
+      MERCHANT_DIGEST,
+      merchants.map((merchant) => ({ key: merchant.id, ...digestSchedule(merchant) })),
+    );
     this.logger.log(`Daily digests scheduled at 09:00 local time for ${merchants.length} merchant(s)`);
   }
 
@@ -47,15 +54,7 @@ export class DigestSchedules implements OnApplicationBootstrap {
    */
   async upsert(merchant: Merchant): Promise<RecurringSchedule<DigestSchedulePayload> | null> {
     if (!(await this.isSupported())) return null;
-    return this.delay.upsertRecurring<DigestSchedulePayload>(MERCHANT_DIGEST, merchant.id, {
-      cron: DIGEST_CRON,
-      timeZone: merchant.timeZone,
-      // Digests of days the shop was down for, up to a week back, each once (a digest per local date).
-      missed: { within: '7d' },
-      // One day's digest still retrying does not hold back the next day's.
-      overlap: 'allow',
-      payload: { timeZone: merchant.timeZone },
-    });
+    return this.delay.upsertRecurring<DigestSchedulePayload>(MERCHANT_DIGEST, merchant.id, digestSchedule(merchant));
   }
 
   /** True if the merchant had a schedule. */
@@ -90,4 +89,17 @@ export class DigestSchedules implements OnApplicationBootstrap {
     );
     return this.supported;
   }
+}
+
+/** A merchant's digest schedule: 09:00 every day in its zone. */
+function digestSchedule(merchant: Merchant): RecurringOptions<DigestSchedulePayload> {
+  return {
+    cron: DIGEST_CRON,
+    timeZone: merchant.timeZone,
+    // Digests of days the shop was down for, up to a week back, each once (a digest per local date).
+    missed: { within: '7d' },
+    // One day's digest still retrying does not hold back the next day's.
+    overlap: 'allow',
+    payload: { timeZone: merchant.timeZone },
+  };
 }

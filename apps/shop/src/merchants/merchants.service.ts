@@ -1,6 +1,6 @@
 import { Transactional } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
-import { DelayClock, RecurringSchedule } from 'nestjs-delay';
+import { RecurringSchedule } from 'nestjs-delay';
 import { ConflictError } from '../common/errors/conflict.error';
 import { NotFoundError } from '../common/errors/not-found.error';
 import { DigestSchedules } from './digest-schedules';
@@ -33,7 +33,6 @@ export class MerchantsService {
   constructor(
     private readonly merchants: MerchantsRepository,
     private readonly schedules: DigestSchedules,
-    private readonly clock: DelayClock,
   ) {}
 
   @Transactional()
@@ -64,13 +63,9 @@ export class MerchantsService {
     return this.profile(merchant, await this.schedules.get(id));
   }
 
-  /**
-   * A schedule just created or changed is due at once: the library works
-   * out its next time in a moment. Until then there is no next digest to
-   * show (null), rather than that moment.
-   */
+  /** The schedule's next 09:00 (the library reports it as soon as the schedule is written); null without a schedule. */
   private profile(merchant: Merchant, schedule: RecurringSchedule | null): MerchantProfile {
     const next = schedule?.nextRunAt ?? null;
-    return { ...merchant, nextDigestAt: next !== null && next.getTime() > this.clock.now() ? next.toISOString() : null };
+    return { ...merchant, nextDigestAt: next === null ? null : next.toISOString() };
   }
 }

@@ -2,6 +2,7 @@ import { DelayService } from '../delay.service';
 import { DeadAction, Page, PendingAction } from '../interfaces/pending-action.interface';
 import { SERIES_SEPARATOR } from '../recurring/occurrence-key';
 import { RecurringRun, RecurringSchedule } from '../recurring/recurring-options';
+import { RecurringPage } from '../recurring/recurring-page';
 import { ADMIN_STYLESHEET } from './admin-stylesheet';
 import { ResolvedDelayAdminOptions } from './delay-admin-options.interface';
 import { html, SafeHtml } from './html';
@@ -111,12 +112,12 @@ export function deadPage(frame: PageFrame, topic: string, summary: TopicHeading,
   return layout(frame, `${topic} dead · ${frame.options.title}`, [{ label: topic, href: topicHref(frame, topic) }, { label: 'dead' }], body);
 }
 
-export function schedulesPage(frame: PageFrame, topic: string, summary: TopicHeading, page: Page<RecurringSchedule>, pageNumber: number): string {
-  const rows = page.items.map(
+export function schedulesPage(frame: PageFrame, topic: string, summary: TopicHeading, page: RecurringPage, after: string | null): string {
+  const rows = page.schedules.map(
     (schedule) => html`<tr>
       <td data-label="Key"><code>${clip(schedule.key, MAX_CHARS)}</code> ${schedule.paused ? html`<span class="badge paused">paused</span>` : ''}</td>
       <td data-label="Recurrence">${recurrenceCell(schedule.recurrence)}</td>
-      <td data-label="Next run">${schedule.nextRunAt ? dueCell(frame, schedule.nextRunAt) : html`<span class="muted">${schedule.paused ? 'paused' : 'being planned'}</span>`}</td>
+      <td data-label="Next run">${schedule.nextRunAt ? dueCell(frame, schedule.nextRunAt) : html`<span class="muted">${schedule.paused ? 'paused' : 'none'}</span>`}</td>
       <td data-label="Last run">${lastRunCell(frame, schedule.lastRun)}</td>
       <td data-label="Declared">${schedule.declared ? html`in code <span class="muted">(orphan: ${schedule.orphan ?? 'remove'})</span>` : 'per key'}</td>
       <td data-label="Actions">${
@@ -132,10 +133,10 @@ export function schedulesPage(frame: PageFrame, topic: string, summary: TopicHea
   );
   const body = html`<h1><code>${topic}</code>: recurring schedules</h1>
     ${summaryLine(frame, topic, summary)}
-    ${pager(frame, page, pageNumber, `${topicHref(frame, topic)}/schedules`)}
+    ${keyPager(page, after, `${topicHref(frame, topic)}/schedules`)}
     ${
-      page.items.length === 0
-        ? html`<p>No schedules${page.offset > 0 ? ' on this page' : ''}.</p>`
+      page.schedules.length === 0
+        ? html`<p>No schedules${after !== null ? ' after this key' : ''}.</p>`
         : html`<table><thead><tr><th>Key</th><th>Recurrence</th><th>Next run</th><th>Last run</th><th>Declared</th><th>Actions</th></tr></thead><tbody>${rows}</tbody></table>`
     }`;
   return layout(frame, `${topic} schedules · ${frame.options.title}`, [{ label: topic, href: topicHref(frame, topic) }, { label: 'schedules' }], body);
@@ -182,6 +183,16 @@ function pager<T>(frame: PageFrame, page: Page<T>, pageNumber: number, href: str
     ${pageNumber > 1 ? html`<a href="${href}?page=${pageNumber - 1}">← previous</a>` : ''}
     ${pageNumber < pages ? html`<a href="${href}?page=${pageNumber + 1}">next →</a>` : ''}
     ${pages > 2 ? html`<form method="get" action="${href}"><label>page <input name="page" type="number" min="1" max="${pages}" value="${pageNumber}" style="width:6rem"></label> of ${formatCount(pages)} <button type="submit">Go</button></form>` : ''}
+  </div>`;
+}
+
+/** A page of schedules by key: how many, from where, and links to the first page and the next one (no total: it would cost a count of every schedule). */
+function keyPager(page: RecurringPage, after: string | null, href: string): SafeHtml {
+  const count = page.schedules.length;
+  return html`<div class="pager">
+    <span>${formatCount(count)} schedule${count === 1 ? '' : 's'} ${after === null ? 'from the first' : html`after <code>${clip(after, MAX_CHARS)}</code>`}</span>
+    ${after !== null ? html`<a href="${href}">← first</a>` : ''}
+    ${page.next !== null ? html`<a href="${href}?after=${encodeURIComponent(page.next)}">next →</a>` : ''}
   </div>`;
 }
 

@@ -124,6 +124,26 @@ export interface DelayDriver {
    */
   advanceSeries?(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult>;
   /**
+   * The ticks of the topic's series whose key comes after `after` (all from
+   * the first when null), in code point order of the key, at most `limit`:
+   * a listing that pages by key sees each series that exists throughout
+   * exactly once, however often ticks are re-armed meanwhile. May return an
+   * action that is no tick under a key without U+001E (the caller checks the
+   * payload). Optional: without it, listRecurring pages through `list` and
+   * sorts, and may skip or repeat schedules whose ticks move meanwhile.
+   */
+  listSeries?(topic: string, page: SeriesPageRequest): Promise<StoredAction[]>;
+  /**
+   * Several steps of the same topic in one round trip, results in order.
+   * Only per-key writes (no occurrences, no orphan grace, no transaction),
+   * as upsertRecurringMany sends them. Optional: without it they are sent at
+   * once, each on its own (a driver that pipelines, as Redis does, needs
+   * nothing more).
+   */
+  advanceSeriesMany?(topic: string, commands: readonly AdvanceSeriesCommand[]): Promise<AdvanceSeriesResult[]>;
+  /** The actions under these keys, in order (null where none): one round trip. Optional: without it, `get` per key, sent at once. */
+  getMany?(topic: string, keys: readonly string[]): Promise<Array<StoredAction | null>>;
+  /**
    * Marks series as declared in code by a running instance, until `forMs`
    * from the driver's now (a mark only moves later). advanceSeries with an
    * `orphanGraceMs` removes a series whose mark has passed. One write per
@@ -139,6 +159,12 @@ export interface DelayDriver {
   lastSeriesRuns?(topic: string, keys: readonly string[]): Promise<ReadonlyArray<SeriesRunRecord | null>>;
   /** The smallest spacing of a recurrence this driver accepts, in ms (the wheel: its tick). Default 1000. */
   readonly minRecurrenceMs?: number;
+}
+
+/** A page of listSeries: the key after which it starts (null: from the first), and how many at most. */
+export interface SeriesPageRequest {
+  readonly after: string | null;
+  readonly limit: number;
 }
 
 /** What the series' tick must be for advanceSeries to apply: the run being delivered, the payload just read, or none yet. */

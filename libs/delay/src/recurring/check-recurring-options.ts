@@ -18,15 +18,18 @@ export interface CheckedRecurring {
   readonly jitterMs: number;
 }
 
+/** How a recurrence is compiled: compileRecurrence, or a caller's memo of it (upsertRecurringMany compiles each distinct one once). */
+export type CompileRecurrence = (spec: RecurrenceSpec, options: { readonly minIntervalMs: number }) => CompiledRecurrence;
+
 /** Checks a schedule's options; throws InvalidRecurrenceError (or the cron and zone errors) and keeps nothing. */
-export function checkRecurringOptions(options: RecurringOptions | undefined, minIntervalMs: number): CheckedRecurring {
+export function checkRecurringOptions(options: RecurringOptions | undefined, minIntervalMs: number, compile: CompileRecurrence = compileRecurrence): CheckedRecurring {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidRecurrenceError(`expected { cron, timeZone? } or { every } with missed?, overlap?, jitter?, payload?; got ${quoteInput(options)}`);
   }
   const fields = options as unknown as Record<string, unknown>;
   const spec: Record<string, unknown> = {};
   for (const name of Object.keys(fields)) if (!POLICY_FIELDS.includes(name)) spec[name] = fields[name];
-  const compiled = compileRecurrence(spec as unknown as RecurrenceSpec, { minIntervalMs });
+  const compiled = compile(spec as unknown as RecurrenceSpec, { minIntervalMs });
   return { compiled, missed: missedPolicy(fields.missed), overlap: overlapPolicy(fields.overlap), jitterMs: jitter(fields.jitter, compiled) };
 }
 

@@ -96,7 +96,7 @@ export interface RecurringSchedule<TPayload = unknown> {
   readonly jitterMs: number;
   readonly payload: TPayload | undefined;
   readonly paused: boolean;
-  /** When the next occurrence is due (before jitter); null while paused, or when the schedule has just been changed and its next time is being computed. */
+  /** When the next occurrence is due (before jitter), also for a schedule just created or changed (worked out from its recurrence); null while paused, or when the recurrence has no further occurrence. */
   readonly nextRunAt: Date | null;
   /** The scheduled time of the latest occurrence reached (fired, or missed by policy); null before the first. */
   readonly lastRunAt: Date | null;

@@ -12,6 +12,7 @@
  * (COLLATE "C"), as on the other drivers.
  */
 
+import { SERIES_LISTS_MIGRATION } from './postgres-migration-series-lists';
 import { STATEMENT_FUNCTIONS_SQL } from './postgres-statement-functions.sql';
 import { ADVANCE_SERIES_V2_SQL } from './postgres-advance-series-v2.sql';
 
@@ -846,4 +847,5 @@ ${STATEMENT_FUNCTIONS_SQL}`,
     name: 'bufferOne holds one occurrence back, refusals name their blocker',
     sql: ADVANCE_SERIES_V2_SQL,
   },
+  SERIES_LISTS_MIGRATION,
 ];

@@ -47,6 +47,9 @@ export interface PostgresStatements {
   readonly buryOccurrence: string;
   readonly declareSeries: string;
   readonly lastSeriesRuns: string;
+  readonly listSeries: string;
+  readonly getEach: string;
+  readonly advanceSeriesEach: string;
 }
 
 export function postgresStatements(schema: string): PostgresStatements {
@@ -156,5 +159,13 @@ export function postgresStatements(schema: string): PostgresStatements {
     // $1 topic, $2 series keys: one row per key, in order, all null where none is recorded.
     lastSeriesRuns: `SELECT * FROM ${s}.last_series_runs($1::${text}, $2::${text}[])`,
     // ---- end declaration marks and last runs ----
+    // ---- Recurring: listings by key and bulk writes (migration 2) ----
+    // $1 topic, $2 the key after which the page starts (null: from the first), $3 limit.
+    listSeries: `SELECT * FROM ${s}.list_series($1::${text}, $2::${text}, $3::${int})`,
+    // $1 topic, $2 members: a row (with ord, its place in $2) per member that has an action.
+    getEach: `SELECT * FROM ${s}.get_each($1::${text}, $2::${text}[])`,
+    // $1 topic, $2 series keys (code point order), $3 expect per key, $4 its value, $5 next per key, $6 its ms, $7 its payload.
+    advanceSeriesEach: `SELECT ord, status, due_at, now_ms FROM ${s}.advance_series_each($1::${text}, $2::${text}[], $3::${text}[], $4::${text}[], $5::${text}[], $6::${bigint}[], $7::${text}[])`,
+    // ---- end listings by key and bulk writes ----
   };
 }

@@ -18,6 +18,7 @@ import {
   ScheduleManyCommand,
   ScheduleResult,
   SeriesBlocker,
+  SeriesPageRequest,
   SeriesRunRecord,
   StoredAction,
   StoredDeadAction,
@@ -28,6 +29,7 @@ import { DriverTransaction } from '../../interfaces/delay-transaction.interface'
 import { PageRequest } from '../../interfaces/pending-action.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
 import { parseDuration } from '../../time/duration';
+import { compareCodePoints } from '../../utils/code-point-order';
 import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
@@ -186,6 +188,64 @@ export class PostgresDriver implements DelayDriver {
   async list(topic: string, page: Required<PageRequest>): Promise<StoredAction[]> {
     const rows = await this.connection.query(this.sql.list, [topic, page.limit, page.offset]);
     return rows.map((row) => toStoredAction(topic, row));
+  }
+
+  /** The series' ticks by key after `page.after`: one call of list_series, a range of the primary key. */
+  async listSeries(topic: string, page: SeriesPageRequest): Promise<StoredAction[]> {
+    // A key PostgreSQL cannot store sorts where its part before U+0000 would; no tick has one.
+    const after = page.after === null ? null : page.after.split('\u0000')[0];
+    const rows = await this.connection.query(this.sql.listSeries, [topic, after, page.limit]);
+    return rows.map((row) => toStoredAction(topic, row));
+  }
+
+  /** The actions under these keys, in order (null where none): one call of get_each, after this driver's earlier writes of them. */
+  async getMany(topic: string, keys: readonly string[]): Promise<Array<StoredAction | null>> {
+    const storable = keys.map((key) => (hasNul(key) ? '' : key));
+    const rows = await this.ordered(topic, storable, () => this.connection.query(this.sql.getEach, [topic, storable]));
+    const found: Array<StoredAction | null> = keys.map(() => null);
+    for (const row of rows) found[int(row.ord) - 1] = toStoredAction(topic, row);
+    return found;
+  }
+
+  /**
+   * Per-key recurring writes of one topic in one statement (advance_series_each:
+   * one advance_series per key, keys in code point order so two batches lock
+   * in the same order), after this driver's earlier writes of those keys.
+   */
+  async advanceSeriesMany(topic: string, commands: readonly AdvanceSeriesCommand[]): Promise<AdvanceSeriesResult[]> {
+    for (const command of commands) {
+      if (command.topic !== topic || command.occurrences.length > 0 || command.orphanGraceMs !== undefined || command.transaction !== undefined) {
+        throw new TypeError('advanceSeriesMany takes per-key writes of its topic only: no occurrences, no orphan grace, no transaction');
+      }
+      if (hasNul(command.key)) throw new InvalidKeyError(command.key, 'contains U+0000, which PostgreSQL cannot store in text');
+    }
+    const order = commands.map((_, n) => n).sort((a, b) => compareCodePoints(commands[a].key, commands[b].key));
+    const sorted = order.map((n) => commands[n]);
+    const keys = sorted.map((command) => command.key);
+    const params = [
+      topic,
+      keys,
+      sorted.map(({ expect }) => ('token' in expect ? 'token' : 'payload' in expect ? 'payload' : 'absent')),
+      sorted.map(({ expect }) => ('token' in expect ? expect.token : 'payload' in expect ? expect.payload : null)),
+      sorted.map(({ next }) => (next === null ? 'remove' : next === undefined ? 'keep' : 'delayMs' in next.due ? 'delay' : 'at')),
+      sorted.map(({ next }) => (next ? dueParams(next.due)[1] : 0)),
+      sorted.map(({ next }) => (next ? next.payload : null)),
+    ];
+    const sentAt = Date.now();
+    const rows = await this.ordered(topic, keys, () => this.connection.query(this.sql.advanceSeriesEach, params));
+    const results: AdvanceSeriesResult[] = new Array(commands.length);
+    let soonest: number | undefined;
+    for (const row of rows) {
+      this.sawNow(row.now_ms, sentAt);
+      const at = int(row.ord) - 1;
+      const status = int(row.status);
+      if (status === -3) throw new ActionKindConflictError(topic, sorted[at].key, 'batch');
+      const nextDueAt = row.due_at === null ? undefined : int(row.due_at);
+      if (nextDueAt !== undefined) soonest = Math.min(soonest ?? nextDueAt, nextDueAt);
+      results[order[at]] = { applied: status === 1, created: [], skipped: [], cancelled: [], nextDueAt };
+    }
+    if (soonest !== undefined) this.consumers.get(topic)?.wake(soonest);
+    return results;
   }
 
   async count(topic: string): Promise<number> {

@@ -1,4 +1,5 @@
-import { StoredAction, StoredDeadAction } from '../../interfaces/delay-driver.interface';
+import { SeriesPageRequest, StoredAction, StoredDeadAction } from '../../interfaces/delay-driver.interface';
+import { compareCodePoints } from '../../utils/code-point-order';
 import { PageRequest } from '../../interfaces/pending-action.interface';
 import { LISTED_BATCH_ITEMS } from '../../delay.constants';
 import { RedisConnection } from './redis-connection';
@@ -25,6 +26,26 @@ export class RedisActionQueries {
 
   async list(topic: string, shards: readonly TopicKeys[], page: Required<PageRequest>): Promise<StoredAction[]> {
     return mergedPage(shards, page, compareListed, (keys, shardPage) => this.listShard(topic, keys, shardPage));
+  }
+
+  /**
+   * The ticks after `page.after` by key, at most `page.limit`: each shard
+   * reads its own page by key (list-series.lua) and the pages are merged in
+   * code point order, which is the byte order Redis ranges keys by.
+   */
+  async listSeries(topic: string, shards: readonly TopicKeys[], page: SeriesPageRequest): Promise<StoredAction[]> {
+    const pages = await Promise.all(
+      shards.map(async (keys) => {
+        const reply = await this.connection.write<Reply>('listSeries', [keys.env, keys.active, keys.ticks, keys.schedules, keys.paused], [page.after ?? '', page.limit]);
+        const paused = Number(reply[0]) === 1;
+        const actions: StoredAction[] = [];
+        for (let n = 1; n < reply.length; n += 3) actions.push(toStoredAction(topic, String(reply[n]), String(reply[n + 1]), Number(reply[n + 2]) === 1, '', paused));
+        return actions;
+      }),
+    );
+    const merged = new Map<string, StoredAction>();
+    for (const action of pages.flat().sort((a, b) => compareCodePoints(a.key, b.key))) if (!merged.has(action.key)) merged.set(action.key, action);
+    return [...merged.values()].slice(0, page.limit);
   }
 
   async count(shards: readonly TopicKeys[]): Promise<number> {

@@ -34,6 +34,8 @@ export interface TopicKeys {
   readonly runs: string;
   /** HASH recurring series key → until when a running instance declares it in code (declare.lua). */
   readonly declared: string;
+  /** ZSET of recurring series keys, all scored 0, ranged by key for listings (list-series.lua). */
+  readonly schedules: string;
 }
 
 export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1): TopicKeys {
@@ -53,6 +55,7 @@ export function topicKeys(prefix: string, topic: string, shard = 0, shards = 1):
     ticks: `${base}:ticks`,
     runs: `${base}:runs`,
     declared: `${base}:declared`,
+    schedules: `${base}:schedules`,
   };
 }
 

@@ -5,6 +5,7 @@ import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
   SeriesBlocker,
+  SeriesPageRequest,
   SeriesRunRecord,
   CollectCommand,
   CollectResult,
@@ -194,6 +195,11 @@ export class RedisDriver implements DelayDriver {
     return this.queries.list(topic, allShards(await this.view(topic)), page);
   }
 
+  /** The series' ticks by key: every shard of every known shard count read by key (list-series.lua) and merged. */
+  async listSeries(topic: string, page: SeriesPageRequest): Promise<StoredAction[]> {
+    return this.queries.listSeries(topic, allShards(await this.view(topic)), page);
+  }
+
   async count(topic: string): Promise<number> {
     return this.queries.count(allShards(await this.view(topic)));
   }
@@ -319,7 +325,7 @@ export class RedisDriver implements DelayDriver {
     const whileAliveArgs = whileAlive ? [...dueArgs(whileAlive.next.due), whileAlive.next.payload, whileAlive.skipped.length, ...whileAlive.skipped] : [''];
     const reply = await this.connection.write<Reply>(
       'advanceSeries',
-      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared],
+      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared, keys.schedules],
       [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0, ...whileAliveArgs],
     );
     if (Number(reply[0]) === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };

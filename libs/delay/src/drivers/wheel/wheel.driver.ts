@@ -8,6 +8,7 @@ import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
   SeriesBlocker,
+  SeriesPageRequest,
   SeriesRunRecord,
   CollectCommand,
   CollectResult,
@@ -32,6 +33,8 @@ import { runDelivery } from '../run-delivery';
 import { markSameTickWrappers } from '../same-tick-forms';
 import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
 import { KeyIndex } from './key-index';
+import { TickKeys } from './tick-keys';
+import { compareCodePoints } from '../../utils/code-point-order';
 import { TimingWheel } from './timing-wheel';
 import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 import { inMicrotask } from '../../utils/in-microtask';
@@ -75,7 +78,7 @@ class TopicState {
   /** Recurring series key → keys of its occurrences that may still be waiting or running. */
   readonly series = new Map<string, string[]>();
   /** Keys of the recurring series' ticks: they wait in their own queue and take no handler slot. */
-  readonly ticks = new Set<string>();
+  readonly ticks = new TickKeys();
   readonly readyTicks = new ActionQueue();
   /** Of `running`, the ticks. */
   runningTicks = 0;
@@ -217,8 +220,20 @@ export class WheelDriver implements SameTickDriver {
     const indices = state.index.values();
     for (const i of state.detached) indices.push(i);
     const running = (i: number): number => (this.arena.where[i] === RUNNING ? 0 : 1);
-    indices.sort((a, b) => running(a) - running(b) || dueAt[a] - dueAt[b] || compareStrings(keys[a] as string, keys[b] as string));
+    indices.sort((a, b) => running(a) - running(b) || dueAt[a] - dueAt[b] || compareCodePoints(keys[a] as string, keys[b] as string));
     return indices.slice(page.offset, page.offset + page.limit).map((i) => this.snapshot(i, LISTED_BATCH_ITEMS));
+  }
+
+  /** The series' ticks by key (code point order): an array sorted once while no tick comes or goes, then a binary search per page. */
+  async listSeries(topic: string, page: SeriesPageRequest): Promise<StoredAction[]> {
+    const state = this.topicStates.get(topic);
+    if (!state) return [];
+    const actions: StoredAction[] = [];
+    for (const key of state.ticks.page(page.after, page.limit)) {
+      const i = state.index.get(key);
+      if (i !== undefined) actions.push(this.snapshot(i));
+    }
+    return actions;
   }
 
   async count(topic: string): Promise<number> {
@@ -229,7 +244,7 @@ export class WheelDriver implements SameTickDriver {
   async listDead(topic: string, page: Required<PageRequest>): Promise<StoredDeadAction[]> {
     const dead = this.topicStates.get(topic)?.dead;
     if (!dead) return [];
-    const records = Array.from(dead.values()).sort((a, b) => a.diedAt - b.diedAt || compareStrings(a.id, b.id));
+    const records = Array.from(dead.values()).sort((a, b) => a.diedAt - b.diedAt || compareCodePoints(a.id, b.id));
     return records.slice(page.offset, page.offset + page.limit);
   }
 
@@ -572,7 +587,7 @@ export class WheelDriver implements SameTickDriver {
     if (state.ready.size < 2) return;
     const indices: number[] = [];
     while (state.ready.size > 0) indices.push(state.ready.shift(arena));
-    indices.sort((a, b) => arena.dueAt[a] - arena.dueAt[b] || compareStrings(arena.keys[a] as string, arena.keys[b] as string));
+    indices.sort((a, b) => arena.dueAt[a] - arena.dueAt[b] || compareCodePoints(arena.keys[a] as string, arena.keys[b] as string));
     for (const i of indices) state.ready.push(arena, i);
   }
 
@@ -791,19 +806,3 @@ export class WheelDriver implements SameTickDriver {
 // schedule and cancel only wrap scheduleNow and cancelNow: DelayService may call those directly.
 // A subclass or spy that replaces schedule or cancel is not marked, and keeps seeing every call.
 markSameTickWrappers(WheelDriver.prototype.schedule, WheelDriver.prototype.cancel);
-
-/** Code point order, which is UTF-8 byte order: the order Redis lists keys in (JS `<` compares UTF-16 units). */
-function compareStrings(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let n = 0; n < length; n++) {
-    const x = a.charCodeAt(n);
-    const y = b.charCodeAt(n);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-/** Surrogates (D800-DFFF) encode code points above FFFF, so they rank above E000-FFFF. */
-function codePointRank(unit: number): number {
-  return unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;
-}

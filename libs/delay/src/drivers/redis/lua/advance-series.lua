@@ -22,6 +22,10 @@ KEYS[7] runs HASH     the last run of each series (include/series-run.lua):
                       after a "\31"
 KEYS[8] declared HASH field = series key, value = until when (ms) a running
                       instance declares it in code (declare.lua)
+KEYS[9] schedules ZSET the series keys, all scored 0, ranged by key for
+                      listings (list-series.lua), once a listing built it:
+                      while it exists, a key is added when its tick is
+                      armed and removed with its series
 
 ARGV[1] series key
 ARGV[2] 'token', 'payload' or 'absent': what must hold for anything to change
@@ -83,6 +87,9 @@ local function removeSeries()
   redis.call('ZREM', KEYS[6], key)
   redis.call('HDEL', KEYS[7], key)
   redis.call('HDEL', KEYS[8], key)
+  redis.call('ZREM', KEYS[9], key)
+  -- The last schedule gone: no index left behind (a listing builds it again from ticks and active).
+  if redis.call('ZCARD', KEYS[9]) <= 1 then redis.call('DEL', KEYS[9]) end
 end
 
 local count = tonumber(ARGV[9])
@@ -174,6 +181,8 @@ else
     -- A run of the tick still going loses its lease; its ack will not match the new token.
     redis.call('ZREM', KEYS[3], key)
     redis.call('ZADD', KEYS[6], dueAt, key)
+    -- Kept only once a listing of this shard built it: a topic never listed stores no index.
+    if redis.call('EXISTS', KEYS[9]) == 1 then redis.call('ZADD', KEYS[9], 0, key) end
     -- Consumers whose slots are all busy sleep until a slot frees or a wake: a tick needs no slot, so tell them.
     local firstTick = redis.call('ZRANGE', KEYS[6], 0, 0)
     if firstTick[1] == key then redis.call('PUBLISH', ARGV[8], string.format('%d', dueAt)) end
