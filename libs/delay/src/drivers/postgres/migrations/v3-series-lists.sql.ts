@@ -1,15 +1,10 @@
-import type { PostgresMigration } from './postgres-migrations';
-
 /**
  * Migration 3: what listRecurring and upsertRecurringMany send, as functions
  * of the schema's (see postgres-statement-functions.sql.ts for why every
  * statement is one call of one). `__schema__` is replaced by the schema's
  * name; each function pins its search_path.
  */
-export const SERIES_LISTS_MIGRATION: PostgresMigration = {
-  version: 3,
-  name: 'recurring listings by key, bulk recurring writes',
-  sql: String.raw`
+export const MIGRATION_3_SQL = String.raw`
 -- list_series: a page of the topic's recurring ticks by key (the primary
 -- key's order, code point order under COLLATE "C"), after p_after (from the
 -- first when null). A tick keeps its row, and so its place, when it is
@@ -81,5 +76,4 @@ BEGIN
   END LOOP;
 END
 $fn$;
-`,
-};
+`;

@@ -7,7 +7,7 @@
  * parameters), so an instance of the older code still running in a rolling
  * deploy keeps calling its own. `__schema__` is replaced by the schema's name.
  */
-export const ADVANCE_SERIES_V2_SQL = String.raw`
+export const MIGRATION_2_SQL = String.raw`
 -- advance_series, as in migration 1, and: with 'skip' or 'bufferOne', the
 -- occurrences are refused while a previous one waits or runs; given
 -- p_while_next ('delay' or 'at', with p_while_value and p_while_payload),
