@@ -28,7 +28,7 @@ module.exports = {
   // own (an initdb of PostgreSQL takes seconds on a loaded two-core machine) never fails the suite.
   testTimeout: 30_000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
-  // Two test files at a time even on two cores (Jest would run one): most end-to-end tests wait on real time
+  // Three test files at a time even on two cores (Jest would run one): most end-to-end tests wait on real time
   // and real processes, not on the CPU, and each keeps its assertions independent of how busy the machine is.
-  maxWorkers: 2,
+  maxWorkers: 3,
 };
