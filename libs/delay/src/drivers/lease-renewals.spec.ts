@@ -24,4 +24,21 @@ describe('LeaseRenewals', () => {
     expect(renewedAt(recurring, true)).toHaveLength(31);
     expect(renewedAt(oneOff, false)).toEqual([0, 10_000, 20_000, 30_000]);
   });
+
+  it('never renews a consumer while its last renewal goes on, and does not hold the others back for it', async () => {
+    const leases = new LeaseRenewals(30_000, undefined);
+    const stuck = {};
+    const healthy = {};
+    let answer: () => void = () => undefined;
+    expect(leases.due(stuck, true, 1_000, 0)).toBe(true);
+    const renewal = leases.track(stuck, () => new Promise<void>((resolve) => (answer = resolve)));
+    expect(leases.due(healthy, true, 1_000, 0)).toBe(true);
+    for (const now of [1_000, 2_000, 3_000]) {
+      expect(leases.due(stuck, true, 1_000, now)).toBe(false);
+      expect(leases.due(healthy, true, 1_000, now)).toBe(true);
+    }
+    answer();
+    await renewal;
+    expect(leases.due(stuck, true, 1_000, 4_000)).toBe(true);
+  });
 });

@@ -15,6 +15,8 @@ export const DEFAULT_RECURRING_LEASE: Duration = '5s';
 export class LeaseRenewals {
   readonly recurringLeaseMs: number;
   private readonly renewed = new WeakMap<object, number>();
+  /** Consumers whose renewal is still going on (each is bounded by commandTimeout). */
+  private readonly inFlight = new WeakSet<object>();
 
   constructor(
     readonly leaseMs: number,
@@ -33,12 +35,24 @@ export class LeaseRenewals {
     return Math.max(250, Math.floor(Math.min(this.leaseMs / 3, this.recurringLeaseMs / 5)));
   }
 
-  /** Whether a consumer (of a recurring topic or not) is due for a renewal at this tick (half a tick early rather than a tick late). */
+  /**
+   * Whether a consumer (of a recurring topic or not) is due for a renewal at this tick (half a tick early rather than a
+   * tick late). Never while its previous renewal is still going on; the other consumers' renewals are not held back by
+   * it (a shard or connection that does not answer for a whole commandTimeout would otherwise let every short
+   * recurring lease expire).
+   */
   due(consumer: object, recurring: boolean, timerMs: number, now: number): boolean {
+    if (this.inFlight.has(consumer)) return false;
     const every = recurring ? this.recurringLeaseMs / 5 : this.leaseMs / 3;
     const last = this.renewed.get(consumer);
     if (last !== undefined && now - last < every - timerMs / 2) return false;
     this.renewed.set(consumer, now);
     return true;
+  }
+
+  /** Runs one consumer's renewal, marked as going on until it settles. */
+  track(consumer: object, renewal: () => Promise<void>): Promise<void> {
+    this.inFlight.add(consumer);
+    return renewal().finally(() => this.inFlight.delete(consumer));
   }
 }

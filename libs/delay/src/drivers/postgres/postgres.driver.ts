@@ -93,7 +93,6 @@ export class PostgresDriver implements DelayDriver {
   /** The store's id (the schema's store table), read at start: what a write in the application's transaction gives its guard. */
   private storeId: string | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
-  private renewing = false;
 
   constructor(config: PostgresDriverConfig) {
     const pooler = config.pooler ?? 'session';
@@ -690,16 +689,17 @@ export class PostgresDriver implements DelayDriver {
     for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
   };
 
+  /**
+   * Every topic at once, each on its own: a renewal that waits (a busy pool, a slow server) holds back only its own
+   * topic's next one (LeaseRenewals.due), never the others'. Each is bounded by the command timeout.
+   */
   private async renewLeases(): Promise<void> {
-    // Each renewal is bounded by the command timeout; a slow one must not pile up behind the next tick.
-    if (this.renewing) return;
-    this.renewing = true;
-    try {
-      const now = Date.now();
-      await Promise.all(
-        [...this.consumers.values()]
-          .filter((topicConsumer) => topicConsumer.holdsLeases && this.leases.due(topicConsumer, topicConsumer.recurring, this.leaseTimerMs, now))
-          .map((topicConsumer) => {
+    const now = Date.now();
+    await Promise.all(
+      [...this.consumers.values()]
+        .filter((topicConsumer) => topicConsumer.holdsLeases && this.leases.due(topicConsumer, topicConsumer.recurring, this.leaseTimerMs, now))
+        .map((topicConsumer) =>
+          this.leases.track(topicConsumer, () => {
             const { claimIds, members, tokens } = topicConsumer.leases();
             return this.connection
               .queryPrepared(this.sql.extend, [topicConsumer.topic, topicConsumer.leaseMs, claimIds, members, tokens])
@@ -708,10 +708,8 @@ export class PostgresDriver implements DelayDriver {
                 this.logger.warn(`Could not renew leases: ${describeError(error)}`);
               });
           }),
-      );
-    } finally {
-      this.renewing = false;
-    }
+        ),
+    );
   }
 
   /** Shutdown timed out: hand the runs still going back, so another instance takes them now. */

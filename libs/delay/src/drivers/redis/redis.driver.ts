@@ -86,7 +86,6 @@ export class RedisDriver implements DelayDriver {
   private subscriber: RedisWakeSubscriber | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private epochTimer: NodeJS.Timeout | undefined;
-  private renewing = false;
   /** Every consumer looks at Redis now: after a reconnect, claims that failed meanwhile are due again. */
   private readonly lookAgain = (): void => {
     for (const topicConsumer of this.consumers.values()) topicConsumer.kick();
@@ -550,30 +549,25 @@ export class RedisDriver implements DelayDriver {
     return status;
   }
 
+  /**
+   * All shards at once, each on its own: a shard whose master does not answer must not hold up the renewals of the
+   * others until their leases expire. Each renewal is bounded by the command timeout, and a consumer's next one waits
+   * for its last (LeaseRenewals.due), so slow ones do not pile up.
+   */
   private async renewLeases(): Promise<void> {
-    // Each renewal is bounded by the command timeout; a slow one must not pile up behind the next tick.
-    if (this.renewing) return;
-    this.renewing = true;
-    try {
-      await this.renewEachShard();
-    } finally {
-      this.renewing = false;
-    }
-  }
-
-  /** All shards at once: a shard whose master does not answer must not hold up the renewals of the others until their leases expire. */
-  private async renewEachShard(): Promise<void> {
     const now = Date.now();
     const renewals = [...this.consumers.values()]
       .filter((topicConsumer) => topicConsumer.holdsLeases && this.leases.due(topicConsumer, topicConsumer.recurring, this.leaseTimerMs, now))
       .map((topicConsumer) => {
         const keys = topicConsumer.keys;
-        return this.connection
-          .run<unknown[]>('extend', [keys.env, keys.active], [topicConsumer.leaseMs, ...topicConsumer.leasePairs()])
-          .then((lost) => topicConsumer.revoke(lost.map(String)))
-          .catch((error: unknown) => {
-            this.logger.warn(`Could not renew leases: ${describeError(error)}`);
-          });
+        return this.leases.track(topicConsumer, () =>
+          this.connection
+            .run<unknown[]>('extend', [keys.env, keys.active], [topicConsumer.leaseMs, ...topicConsumer.leasePairs()])
+            .then((lost) => topicConsumer.revoke(lost.map(String)))
+            .catch((error: unknown) => {
+              this.logger.warn(`Could not renew leases: ${describeError(error)}`);
+            }),
+        );
       });
     await Promise.all(renewals);
   }

@@ -496,6 +496,18 @@ describe('WheelDriver', () => {
   describe('queries', () => {
     beforeEach(() => setUp(1));
 
+    it('fills a page of schedules past a tick cancelled as a plain action, rather than ending the listing there', async () => {
+      for (const key of ['a', 'b', 'c', 'd', 'e']) {
+        await driver.advanceSeries({ topic: TOPIC, key, expect: { absent: true }, occurrences: [], overlap: 'skip', next: { due: { delayMs: 60_000 }, payload: `@state-${key}` } });
+      }
+      // A producer that does not know the topic is recurring cancels a tick's key as any action's.
+      expect(driver.cancelNow(TOPIC, 'b')).toBe(true);
+      const page = async (after: string | null, limit: number): Promise<string[]> => (await driver.listSeries(TOPIC, { after, limit })).map((a) => a.key);
+      expect(await page(null, 2)).toEqual(['a', 'c']);
+      expect(await page('c', 2)).toEqual(['d', 'e']);
+      expect(await page('e', 2)).toEqual([]);
+    });
+
     it('lists by due time then key, paginated, and counts per topic', async () => {
       for (const [key, delayMs] of [
         ['c', 300],

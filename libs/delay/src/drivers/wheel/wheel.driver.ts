@@ -118,6 +118,8 @@ export class WheelDriver implements SameTickDriver {
   private readonly wheel: TimingWheel;
   private readonly topicStates = new Map<string, TopicState>();
   private readonly topicsById: TopicState[] = [];
+  /** Where the next turn's pump starts among topicsById. */
+  private pumpFrom = 0;
   /** The topic of the latest schedule or cancel: most calls name the same topic as the one before. */
   private lastTopic: TopicState | undefined;
   private readonly inFlight = new InFlightTracker();
@@ -229,9 +231,16 @@ export class WheelDriver implements SameTickDriver {
     const state = this.topicStates.get(topic);
     if (!state) return [];
     const actions: StoredAction[] = [];
-    for (const key of state.ticks.page(page.after, page.limit)) {
-      const i = state.index.get(key);
-      if (i !== undefined) actions.push(this.snapshot(i));
+    // A key whose tick is gone (cancelled as a plain action) is passed over, and the page filled from the keys after it.
+    let after = page.after;
+    while (actions.length < page.limit) {
+      const keys = state.ticks.page(after, page.limit - actions.length);
+      if (keys.length === 0) break;
+      for (const key of keys) {
+        const i = state.index.get(key);
+        if (i !== undefined) actions.push(this.snapshot(i));
+      }
+      after = keys[keys.length - 1];
     }
     return actions;
   }
@@ -637,7 +646,10 @@ export class WheelDriver implements SameTickDriver {
     setImmediate(() => {
       this.pumpQueued = false;
       this.startedThisTurn = 0;
-      for (const state of this.topicsById) this.pump(state);
+      // Each turn starts from the next topic, so one topic's backlog cannot spend every turn's budget before the others.
+      const topics = this.topicsById;
+      const from = topics.length === 0 ? 0 : this.pumpFrom++ % topics.length;
+      for (let n = 0; n < topics.length; n++) this.pump(topics[(from + n) % topics.length]);
     });
   }
 
