@@ -13,9 +13,9 @@ interface Entry {
 
 /**
  * Stored recurrences compiled once each, the most recently used kept (at
- * most 1024): schedules listed or written together mostly share a few.
- * Each keeps its last answer: schedules made at about the same time share
- * their next run, which is then not walked again.
+ * most 1024): schedules listed, written or ticking together mostly share a
+ * few. Each keeps its last answer: schedules made at about the same time
+ * share their next run, which is then not walked again.
  */
 export class CompiledRecurrences {
   private readonly entries = new Map<string, Entry>();
@@ -29,6 +29,11 @@ export class CompiledRecurrences {
     entry.from = from;
     entry.next = next;
     return next;
+  }
+
+  /** The compiled recurrence of a stored spec (for a tick's plan). */
+  recurrence(spec: NormalizedRecurrence): NextOccurrence {
+    return this.entry(spec).recurrence;
   }
 
   private entry(spec: NormalizedRecurrence): Entry {

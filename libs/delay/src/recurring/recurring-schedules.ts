@@ -280,10 +280,10 @@ export class RecurringSchedules {
     const ticks = new Map<string, StoredAction>();
     for (let offset = 0; ; offset += MAX_RECURRING_PAGE) {
       const page = await this.driver.list(topic, { offset, limit: MAX_RECURRING_PAGE });
-      for (const action of page) if (isTickKey(action.key) && (after === null || compareKeys(action.key, after) > 0)) ticks.set(action.key, action);
+      for (const action of page) if (isTickKey(action.key) && (after === null || compareCodePoints(action.key, after) > 0)) ticks.set(action.key, action);
       if (page.length < MAX_RECURRING_PAGE) break;
     }
-    return [...ticks.values()].sort((a, b) => compareKeys(a.key, b.key)).slice(0, limit);
+    return [...ticks.values()].sort((a, b) => compareCodePoints(a.key, b.key)).slice(0, limit);
   }
 
   /**
@@ -374,11 +374,6 @@ function upsertChange(wanted: Wanted, state: SeriesState | undefined, action: St
   // A changed recurrence: the tick runs now and plans from now. Otherwise it keeps its time.
   const due = updated.reset ? { delayMs: 0 } : { atMs: action.dueAt };
   return { next: { due, payload: encodeSeriesState(updated) } };
-}
-
-/** Code point order (UTF-8 byte order), the order the stores keep keys in. */
-function compareKeys(a: string, b: string): number {
-  return compareCodePoints(a, b);
 }
 
 /** A driver's record of a last run, as users read it; its scheduled instant comes from the occurrence key. */

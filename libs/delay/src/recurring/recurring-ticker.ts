@@ -7,10 +7,9 @@ import { UnsupportedOperationError } from '../errors/unsupported-operation.error
 import { AdvanceSeriesCommand, DelayDriver, Delivery, DeliveryOutcome, SeriesOccurrence } from '../interfaces/delay-driver.interface';
 import { describeError } from '../utils/describe-error';
 import { quoteInput } from '../utils/quote-input';
-import { compileRecurrence, NormalizedRecurrence } from './compile-recurrence';
-import type { NextOccurrence } from './next-occurrence';
+import { CompiledRecurrences } from './compiled-recurrences';
 import { occurrenceKey } from './occurrence-key';
-import { decodeSeriesState, encodeSeriesState, recurrenceOf, SeriesState } from './series-state';
+import { decodeSeriesState, encodeSeriesState, SeriesState } from './series-state';
 import { seriesJitterMs } from './series-jitter';
 import { planTick } from './tick-plan';
 import { WarningDigest, type WarningKind } from './warning-digest';
@@ -21,7 +20,6 @@ import { describeBlocker, recurringBlocker } from './recurring-blocker';
 export const TICK_RETRY_MS = 1_000;
 /** A paused schedule's tick is parked this far ahead; resume brings it back. */
 export const PAUSED_TICK_DELAY_MS = 50 * 365 * 86_400_000;
-const COMPILED_CACHE_SIZE = 1024;
 /** Repeated tick warnings (missed runs, failed ticks) are written at most once per topic and kind in this interval, with counts. */
 export const TICK_WARNING_INTERVAL_MS = 10_000;
 
@@ -50,7 +48,7 @@ const FAILED: WarningKind = {
 @Injectable()
 export class RecurringTicker implements OnApplicationShutdown {
   private readonly logger = new Logger(RecurringTicker.name);
-  private readonly compiled = new Map<string, NextOccurrence>();
+  private readonly recurrences = new CompiledRecurrences();
   private readonly warnings = new WarningDigest(this.logger, TICK_WARNING_INTERVAL_MS);
 
   constructor(
@@ -88,7 +86,7 @@ export class RecurringTicker implements OnApplicationShutdown {
       return;
     }
     const from = state.reset || state.last === null ? Math.max(state.last ?? -Infinity, delivery.dueAt) : state.last;
-    const plan = planTick(this.recurrence(state.spec), state.missed, from, now);
+    const plan = planTick(this.recurrences.recurrence(state.spec), state.missed, from, now);
     const jitter = seriesJitterMs(topic, key, state.jitterMs);
     const occurrenceAt = (instant: number): SeriesOccurrence => ({ key: occurrenceKey(key, instant), due: { atMs: instant + jitter }, payload: state.payload });
     const { buffered: _held, ...rest } = state;
@@ -153,20 +151,5 @@ export class RecurringTicker implements OnApplicationShutdown {
 
   private declaresItself(topic: string, key: string): boolean {
     return this.registry.get(topic)?.recurring?.declared?.key === key;
-  }
-
-  private recurrence(spec: NormalizedRecurrence): NextOccurrence {
-    const id = JSON.stringify(spec);
-    let compiled = this.compiled.get(id);
-    if (!compiled) {
-      compiled = compileRecurrence(recurrenceOf(spec), { minIntervalMs: 0 });
-      if (this.compiled.size >= COMPILED_CACHE_SIZE) this.compiled.delete(this.compiled.keys().next().value as string);
-      this.compiled.set(id, compiled);
-    } else {
-      // Most recently used last.
-      this.compiled.delete(id);
-      this.compiled.set(id, compiled);
-    }
-    return compiled;
   }
 }

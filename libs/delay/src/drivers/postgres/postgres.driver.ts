@@ -221,14 +221,16 @@ export class PostgresDriver implements DelayDriver {
     const order = commands.map((_, n) => n).sort((a, b) => compareCodePoints(commands[a].key, commands[b].key));
     const sorted = order.map((n) => commands[n]);
     const keys = sorted.map((command) => command.key);
+    const expects = sorted.map(({ expect }) => expectParams(expect));
+    const nexts = sorted.map(({ next }) => nextParams(next));
     const params = [
       topic,
       keys,
-      sorted.map(({ expect }) => ('token' in expect ? 'token' : 'payload' in expect ? 'payload' : 'absent')),
-      sorted.map(({ expect }) => ('token' in expect ? expect.token : 'payload' in expect ? expect.payload : null)),
-      sorted.map(({ next }) => (next === null ? 'remove' : next === undefined ? 'keep' : 'delayMs' in next.due ? 'delay' : 'at')),
-      sorted.map(({ next }) => (next ? dueParams(next.due)[1] : 0)),
-      sorted.map(({ next }) => (next ? next.payload : null)),
+      expects.map(([kind]) => kind),
+      expects.map(([, value]) => value),
+      nexts.map(([kind]) => kind),
+      nexts.map(([, value]) => value),
+      nexts.map(([, , payload]) => payload),
     ];
     const sentAt = Date.now();
     const rows = await this.ordered(topic, keys, () => this.connection.query(this.sql.advanceSeriesEach, params));
@@ -427,9 +429,8 @@ export class PostgresDriver implements DelayDriver {
     for (const occurrence of command.occurrences) {
       if (hasNul(occurrence.key)) throw new InvalidKeyError(occurrence.key, 'contains U+0000, which PostgreSQL cannot store in text');
     }
-    const [expectKind, expectValue] = 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', null];
-    const [nextKind, nextValue, nextPayload] =
-      next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
+    const [expectKind, expectValue] = expectParams(expect);
+    const [nextKind, nextValue, nextPayload] = nextParams(next);
     const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
     const { whileAlive } = command;
     const whileAliveDue = whileAlive ? dueParams(whileAlive.next.due) : undefined;
@@ -733,6 +734,16 @@ export class PostgresDriver implements DelayDriver {
 /** 'at' times may carry a fraction of a ms: stored whole, never early. */
 function dueParams(due: DueSpec): [boolean, number] {
   return 'delayMs' in due ? [false, Math.ceil(due.delayMs)] : [true, Math.floor(due.atMs)];
+}
+
+/** advance_series's condition: its kind ('token', 'payload', 'absent') and value. */
+function expectParams(expect: AdvanceSeriesCommand['expect']): [string, string | null] {
+  return 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', null];
+}
+
+/** advance_series's tick after the step: its kind ('remove', 'keep', 'delay', 'at'), due value and payload. */
+function nextParams(next: AdvanceSeriesCommand['next']): [string, number, string | null] {
+  return next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
 }
 
 /** PostgreSQL text cannot hold U+0000: such a key can have no action. */
