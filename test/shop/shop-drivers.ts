@@ -90,15 +90,18 @@ export const DRIVER_PROFILES: Readonly<Record<ShopDriver, DriverProfile>> = {
   wheel: { env: {}, heartbeats: { every: 25_000, count: 24 } },
   // Real time: short enough for a fast suite, long enough that the few HTTP
   // calls a test makes before a due time (a few ms each, a few hundred on a
-  // machine busy with other work) are well inside it.
+  // machine busy with other work) are well inside it. OFFLINE_AFTER is the
+  // longest: a heartbeat step (a read and a heartbeat after 400 ms) had only
+  // 400 ms of slack under 800 ms, which a machine running two suites at once
+  // used up; under 2 s it has 1.6 s.
   redis: {
-    env: { UNPAID_TIMEOUT: '800ms', AUTO_RATE_AFTER: '800ms', OFFLINE_AFTER: '800ms', WEBHOOK_WINDOW: '1200ms' },
-    heartbeats: { every: 400, count: 8 },
+    env: { UNPAID_TIMEOUT: '800ms', AUTO_RATE_AFTER: '800ms', OFFLINE_AFTER: '2s', WEBHOOK_WINDOW: '1200ms' },
+    heartbeats: { every: 400, count: 10 },
   },
   // Real time too, as on Redis.
   postgres: {
-    env: { UNPAID_TIMEOUT: '800ms', AUTO_RATE_AFTER: '800ms', OFFLINE_AFTER: '800ms', WEBHOOK_WINDOW: '1200ms' },
-    heartbeats: { every: 400, count: 8 },
+    env: { UNPAID_TIMEOUT: '800ms', AUTO_RATE_AFTER: '800ms', OFFLINE_AFTER: '2s', WEBHOOK_WINDOW: '1200ms' },
+    heartbeats: { every: 400, count: 10 },
   },
 };
 
