@@ -180,7 +180,12 @@ export class DelayDispatcher implements DelayConsumer {
     if (handler.recurring) this.revocable.set(revocableId(delivery.topic, delivery.key), run);
     try {
       if (handler.options.transactional && this.transactional) {
-        this.transactional.run(handler, delivery, new HandlerContext(delivery, run), run.signal).then(
+        // The handler's timeout bounds the handler; the commit that follows is bounded by commandTimeout (and, its
+        // transaction shared, by the runs after it in it: see the postgres driver's run groups).
+        const handled = (): void => {
+          if (run.live) this.runs.untime(run);
+        };
+        this.transactional.run(handler, delivery, new HandlerContext(delivery, run), run.signal, handled).then(
           (end) => this.settle(run, end === 'gone' ? GONE : COMMITTED),
           (thrown: unknown) => this.settle(run, thrown instanceof CommitOutcomeUnknownError ? { ok: false, error: thrown.message, cause: 'commit' } : failure(thrown)),
         );

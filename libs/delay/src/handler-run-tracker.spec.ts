@@ -49,6 +49,18 @@ describe('HandlerRunTracker', () => {
     expect(tracker.size).toBe(0);
   });
 
+  it('a run untimed (a transactional handler done, its commit pending) stays tracked and never times out; the others still do', async () => {
+    const expired: HandlerRun[] = [];
+    const tracker = new HandlerRunTracker((r) => expired.push(r));
+    const runs = [run(20), run(20), run(20)];
+    for (const r of runs) tracker.add(r);
+    tracker.untime(runs[1]);
+    expect(tracker.size).toBe(3);
+    await sleep(300);
+    expect(expired).toEqual([runs[0], runs[2]]);
+    expect(tracker.takeAll()).toEqual([runs[1]]);
+  });
+
   it('a signal read after the run was aborted is already aborted, with the reason', () => {
     const r = run(10);
     const reason = new HandlerAbortedError('timeout', 'late');

@@ -55,6 +55,17 @@ export class HandlerRunTracker {
     if (this.count === 0) this.timer?.unref();
   }
 
+  /**
+   * The run's deadline no longer applies (a transactional run whose handler
+   * finished, waiting for its commit): it stays tracked, without a timeout.
+   */
+  untime(run: HandlerRun): void {
+    if (run.timeoutMs === undefined) return;
+    this.remove(run);
+    run.untime();
+    this.add(run);
+  }
+
   /** Removes and returns every run (shutdown). */
   takeAll(): HandlerRun[] {
     const runs: HandlerRun[] = [];

@@ -60,12 +60,13 @@ export class TransactionalRun {
     return this.own || (typeof this.driver.beginRun === 'function' && typeof this.driver.completeRun === 'function' && this.open !== undefined);
   }
 
-  run(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
-    return this.own ? this.runOwn(handler, delivery, context, signal) : this.runOpened(handler, delivery, context, signal);
+  /** `handled` is called when the handler has resolved, before the commit. */
+  run(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal, handled: () => void = () => undefined): Promise<TransactionalRunEnd> {
+    return this.own ? this.runOwn(handler, delivery, context, signal, handled) : this.runOpened(handler, delivery, context, signal, handled);
   }
 
   /** On the driver's own transaction: the driver sends the lock with BEGIN and the completion with COMMIT. */
-  private async runOwn(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
+  private async runOwn(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal, onHandled: () => void): Promise<TransactionalRunEnd> {
     const { driver } = this;
     if (!driver.runOwnTransaction) throw new Error(`the "${driver.name}" driver cannot run transactional handlers`);
     let handled = false;
@@ -73,6 +74,7 @@ export class TransactionalRun {
       return await driver.runOwnTransaction(delivery, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER, async (transaction) => {
         await this.invoke(handler, context, signal, transaction);
         handled = true;
+        onHandled();
       });
     } catch (error) {
       // The completion goes with the COMMIT: after the handler, a failure the server did not send leaves it in doubt.
@@ -81,7 +83,7 @@ export class TransactionalRun {
   }
 
   /** On a transaction `transactions.run` (or the driver's runTransaction) opens: the lock and the completion are statements of their own in it. */
-  private async runOpened(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
+  private async runOpened(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal, onHandled: () => void): Promise<TransactionalRunEnd> {
     const { driver, open } = this;
     if (!open || !driver.beginRun || !driver.completeRun) throw new Error(`the "${driver.name}" driver cannot run transactional handlers`);
     const beginRun = driver.beginRun.bind(driver);
@@ -93,6 +95,7 @@ export class TransactionalRun {
         if (!bound) throw new Error('transactions.run handed the work no transaction');
         if (!(await beginRun(delivery, bound, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER))) return 'gone' as const;
         await this.invoke(handler, context, signal, transaction);
+        onHandled();
         await completeRun(delivery, bound);
         written = true;
         return 'committed' as const;

@@ -75,11 +75,17 @@ export class PostgresHandlerTransactions {
     });
   }
 
+  /** How many connections runs may hold at once: the pool's size (the application's pool says its own). */
+  get connections(): number {
+    const max = (this.applicationPool as { options?: { max?: unknown } } | undefined)?.options?.max;
+    return this.applicationPool ? (typeof max === 'number' && max > 0 ? max : 10) : this.size;
+  }
+
   /**
    * A connection of the pool for `body`, with every statement of the frame bounded by `commandTimeout` (`bound`):
    * given back once `body` resolves, destroyed if it rejects.
    */
-  private async withConnection<T>(body: (client: PgPoolClientLike, bound: <R>(promise: Promise<R>, what: string) => Promise<R>) => Promise<T>): Promise<T> {
+  async withConnection<T>(body: (client: PgPoolClientLike, bound: <R>(promise: Promise<R>, what: string) => Promise<R>) => Promise<T>): Promise<T> {
     const pool = this.pool();
     const bound = <R>(promise: Promise<R>, what: string): Promise<R> =>
       settleWithin(promise, this.commandTimeoutMs, () => new DriverUnavailableError(`PostgreSQL did not answer ${what} within ${this.commandTimeoutMs} ms`));

@@ -39,6 +39,7 @@ import { readSkippedOccurrence } from '../series-blocker-field';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { PostgresHandlerTransactions } from './postgres-handler-transactions';
+import { PostgresRunGroups } from './postgres-run-groups';
 import { inlineParameters } from './postgres-literals';
 import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 import { PostgresConnection, Row } from './postgres-connection';
@@ -90,6 +91,7 @@ export class PostgresDriver implements DelayDriver {
   private readonly gatherer: PostgresWriteGatherer;
   private listener: PostgresWakeListener | undefined;
   private readonly handlerTransactions: PostgresHandlerTransactions;
+  private readonly runGroups: PostgresRunGroups;
   /** The store's id (the schema's store table), read at start: what a write in the application's transaction gives its guard. */
   private storeId: string | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -109,6 +111,7 @@ export class PostgresDriver implements DelayDriver {
     );
     this.sql = postgresStatements(this.schema);
     this.handlerTransactions = new PostgresHandlerTransactions(config.connectionString, config.pool, commandTimeoutMs);
+    this.runGroups = new PostgresRunGroups(this.handlerTransactions, () => this.handlerTransactions.connections);
     this.migrateAtStart = config.migrate ?? true;
     this.leaseMs = parseDuration(config.lease ?? '30s');
     this.leases = new LeaseRenewals(this.leaseMs, config.recurringLease);
@@ -355,8 +358,9 @@ export class PostgresDriver implements DelayDriver {
   }
 
   /**
-   * The run on a connection of the driver's own, in two round trips besides the handler's statements: `BEGIN` with
-   * begin_run, then complete_run with `COMMIT` (see PostgresHandlerTransactions.framed). Neither statement passes
+   * The run on a connection of the driver's own, in a transaction it may share with other runs (see
+   * PostgresRunGroups): begin_run sent with `BEGIN` (or with the locks of the runs that join later), the handler in a
+   * savepoint of its own, complete_run sent with `COMMIT`. Neither statement passes
    * the store's id: the guard that checks it would refuse begin_run (a statement in the message that began its
    * transaction looks like one in autocommit to it), and both are known to run in the transaction this opened, on
    * the driver's database.
@@ -366,12 +370,12 @@ export class PostgresDriver implements DelayDriver {
     const member = this.memberOf(delivery);
     const lockMs = Math.max(1, Math.min(this.connection.commandTimeoutMs, lockTimeoutMs));
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
-    const committed = await this.handlerTransactions.framed(inlineParameters(this.sql.beginRun, [topic, member, token, null, lockMs]), async (transaction, opened) => {
-      if (opened[0]?.found !== true) return null;
-      await work(transaction);
-      return inlineParameters(this.sql.completeRun, [topic, member, token, startedAt, null]);
+    return this.runGroups.run({
+      opening: inlineParameters(this.sql.beginRun, [topic, member, token, null, lockMs]),
+      closing: inlineParameters(this.sql.completeRun, [topic, member, token, startedAt, null]),
+      lockMs,
+      work,
     });
-    return committed ? 'committed' : 'gone';
   }
 
   /** The row a run of this process names (a closed batch is filed under its own id, not its key). */
@@ -382,6 +386,7 @@ export class PostgresDriver implements DelayDriver {
   // ---- end transactional handlers ----
 
   async close(): Promise<void> {
+    this.runGroups.close();
     await this.handlerTransactions.close();
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
