@@ -597,7 +597,9 @@ export class PostgresDriver implements DelayDriver {
     }
     if (entries.length === 0) return [];
     const keys = entries.map((entry) => entry.key);
-    return this.sendSchedules(topic, entries, maxPastMs, transaction, (params) => this.write(topic, keys, transaction, this.sql.schedule, params));
+    if (transaction) return this.sendSchedules(topic, entries, maxPastMs, transaction, (params) => this.write(topic, keys, transaction, this.sql.schedule, params));
+    // Autocommit: the named statement the gathered schedules use, after this driver's earlier writes of these keys.
+    return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.ordered(topic, keys, () => this.connection.queryPrepared(this.sql.schedule, params(null))));
   }
 
   /**
