@@ -15,6 +15,7 @@
 import { MIGRATION_1_SQL } from './migrations/v1-schema.sql';
 import { MIGRATION_2_SQL } from './migrations/v2-buffer-one.sql';
 import { MIGRATION_3_SQL } from './migrations/v3-series-lists.sql';
+import { MIGRATION_4_SQL } from './migrations/v4-series-steps.sql';
 
 /** The schema the driver uses when none is configured. */
 export const POSTGRES_DEFAULT_SCHEMA = 'nestjs_delay';
@@ -58,4 +59,5 @@ const MIGRATIONS: ReadonlyArray<PostgresMigration> = [
   { version: 1, name: 'actions, dead actions, paused topics', sql: MIGRATION_1_SQL },
   { version: 2, name: 'bufferOne holds one occurrence back, refusals name their blocker', sql: MIGRATION_2_SQL },
   { version: 3, name: 'recurring listings by key, bulk recurring writes', sql: MIGRATION_3_SQL },
+  { version: 4, name: 'the steps of many recurring series in one statement', sql: MIGRATION_4_SQL },
 ];
