@@ -1,5 +1,5 @@
-// The postgres driver gathers the autocommit `schedule` calls, and the
-// `cancel` calls, of one tick for one topic into one statement. These tests make calls without awaiting
+// The postgres driver gathers the autocommit `schedule` calls, the
+// `cancel` calls and the recurring steps (advanceSeries) of one tick for one topic into one statement. These tests make calls without awaiting
 // them in between, so they share a tick, and check that each caller still
 // gets exactly what it would have got alone, in the order the calls were
 // made: its own result, its own refusal, the same error on a lost
@@ -7,7 +7,7 @@
 // topic's earliest due time moves earlier.
 import { Client } from 'pg';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
-import { DueSpec, ScheduleCommand, ScheduleResult } from '../../libs/delay/src/interfaces/delay-driver.interface';
+import { AdvanceSeriesCommand, DueSpec, ScheduleCommand, ScheduleResult } from '../../libs/delay/src/interfaces/delay-driver.interface';
 import { IfExists } from '../../libs/delay/src/interfaces/schedule-options.interface';
 import { pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
@@ -212,6 +212,52 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
     } finally {
       await listener.end();
     }
+  });
+
+  it('recurring steps of one tick are one transaction; each gets its own result (created, skipped, not applied)', async () => {
+    const pg = await driver();
+    const at = Date.now() + 3_600_000;
+    const keys = Array.from({ length: 20 }, (_, n) => `s${n}`);
+    const tick = (last: number): string => `@1|i|1000|0||||${last}|`;
+    const step = (key: string, n: number, overrides: Partial<AdvanceSeriesCommand>): AdvanceSeriesCommand => ({
+      topic: TOPIC,
+      key,
+      expect: { absent: true },
+      overlap: 'skip',
+      occurrences: [],
+      next: { due: { atMs: at + n }, payload: tick(0) },
+      ...overrides,
+    });
+    const armed = await Promise.all(keys.map((key, n) => pg.advanceSeries(step(key, n, {}))));
+    expect(armed.every((result) => result.applied)).toBe(true);
+    expect(await writers()).toBe(1);
+    // One step each, in one tick: an occurrence for each, one held back by the previous occurrence (overlap 'skip'),
+    // one whose condition no longer holds. First, s1 gets an occurrence still waiting.
+    const first = await pg.advanceSeries(
+      step('s1', 1, { expect: { payload: tick(0) }, occurrences: [{ key: 's1\u001e1', due: { atMs: at }, payload: '"one"' }], next: { due: { atMs: at + 1 }, payload: tick(1) } }),
+    );
+    expect(first.created).toEqual(['s1\u001e1']);
+    const results = await Promise.all(
+      keys.map((key, n) =>
+        pg.advanceSeries(
+          step(key, n, {
+            expect: { payload: n === 2 ? 'not its payload' : tick(n === 1 ? 1 : 0) },
+            occurrences: [{ key: `${key}\u001e2`, due: { atMs: at + 10 }, payload: `"${key}"` }],
+            next: { due: { atMs: at + 100 + n }, payload: tick(2) },
+          }),
+        ),
+      ),
+    );
+    expect(results[0]).toEqual({ applied: true, created: ['s0\u001e2'], skipped: [], cancelled: [] });
+    expect(results[1]).toMatchObject({ applied: true, created: [], skipped: ['s1\u001e2'], blockedBy: { occurrenceKey: 's1\u001e1', state: 'waiting' } });
+    expect(results[2]).toEqual({ applied: false, created: [], skipped: [], cancelled: [] });
+    expect(results.slice(3).every((result, n) => result.applied && result.created[0] === `${keys[n + 3]}\u001e2`)).toBe(true);
+    // The 18 occurrences and 19 re-armed ticks of that tick: one transaction (s1's first occurrence, s2's tick: others).
+    const [{ n }] = await server.admin(`SELECT count(DISTINCT xmin::text)::integer AS n FROM ${schema}.actions WHERE member LIKE '%' || chr(30) || '2' OR (tick AND member NOT IN ('s2'))`, [], true);
+    expect(Number(n)).toBe(1);
+    expect((await pg.get(TOPIC, 's0'))?.dueAt).toBe(at + 100);
+    expect((await pg.get(TOPIC, 's2'))?.dueAt).toBe(at + 2);
+    expect(await pg.count(TOPIC)).toBe(20 + 1 + 18);
   });
 
   it('the server frozen: every gathered call settles within the command timeout with DriverUnavailableError', async () => {

@@ -168,8 +168,9 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     for (let n = 0; n < 3; n++) await delay.upsertRecurring('shared.every', `lost${n}`, { every: '1s', missed: 'all', overlap: 'allow' });
     const proxy = await TcpFaultProxy.start(server.port);
     try {
-      // The consumer's first two steps (advance_series) run and commit; their connections are reset as the answer starts.
-      const reset = proxy.resetOnReply('advance_series(', 2);
+      // The consumer's first two step statements (advance_series_steps: the steps of one claim's ticks) run and commit;
+      // their connections are reset as the answer starts.
+      const reset = proxy.resetOnReply('advance_series_steps(', 2);
       const consumer = await bootDelayApp({ driver: driver(`postgres://postgres@127.0.0.1:${proxy.port}/postgres`), shutdownTimeout: '1s' }, [Shared]);
       apps.push(consumer);
       await pollUntil(() => reset.at.length === 2, 'two steps to lose their reply', 10_000);

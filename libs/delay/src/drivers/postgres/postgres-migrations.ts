@@ -15,6 +15,7 @@
 import { MIGRATION_1_SQL } from './migrations/v1-schema.sql';
 import { MIGRATION_2_SQL } from './migrations/v2-buffer-one.sql';
 import { MIGRATION_3_SQL } from './migrations/v3-series-lists.sql';
+import { MIGRATION_4_SQL } from './migrations/v4-series-steps.sql';
 import { MIGRATION_5_SQL } from './migrations/v5-set-based-schedule.sql';
 
 /** The schema the driver uses when none is configured. */
@@ -59,6 +60,6 @@ const MIGRATIONS: ReadonlyArray<PostgresMigration> = [
   { version: 1, name: 'actions, dead actions, paused topics', sql: MIGRATION_1_SQL },
   { version: 2, name: 'bufferOne holds one occurrence back, refusals name their blocker', sql: MIGRATION_2_SQL },
   { version: 3, name: 'recurring listings by key, bulk recurring writes', sql: MIGRATION_3_SQL },
-  // Version 4 is reserved for a change made alongside this one.
+  { version: 4, name: 'the steps of many recurring series in one statement', sql: MIGRATION_4_SQL },
   { version: 5, name: 'earliest waiting through the due index, set-based schedule', sql: MIGRATION_5_SQL },
 ];

@@ -50,6 +50,7 @@ export interface PostgresStatements {
   readonly listSeries: string;
   readonly getEach: string;
   readonly advanceSeriesEach: string;
+  readonly advanceSeriesSteps: string;
 }
 
 export function postgresStatements(schema: string): PostgresStatements {
@@ -167,5 +168,15 @@ export function postgresStatements(schema: string): PostgresStatements {
     // $1 topic, $2 series keys (code point order), $3 expect per key, $4 its value, $5 next per key, $6 its ms, $7 its payload.
     advanceSeriesEach: `SELECT ord, status, due_at, now_ms FROM ${s}.advance_series_each($1::${text}, $2::${text}[], $3::${text}[], $4::${text}[], $5::${text}[], $6::${bigint}[], $7::${text}[])`,
     // ---- end listings by key and bulk writes ----
+    // ---- Recurring: many steps in one statement (migration 4) ----
+    // $1 topic, then per step (code point order of $2): $2 series key, $3 expect, $4 its value, $5 overlap, $6 next, $7 its ms,
+    // $8 its payload, $9 how many occurrences; $10-$13 the occurrences of all steps one after the other (keys, absolute, ms, payloads);
+    // $14 orphan grace ms; bufferOne's step while a previous occurrence is alive: $15 next (null: none), $16 its ms, $17 its payload,
+    // $18 how many skipped keys, $19 those keys of all steps one after the other. A row per step, ord its place.
+    advanceSeriesSteps: `SELECT ord, status, created, skipped, cancelled, soonest, now_ms, blocker, blocker_state, blocker_due, blocker_attempt
+      FROM ${s}.advance_series_steps($1::${text}, $2::${text}[], $3::${text}[], $4::${text}[], $5::${text}[], $6::${text}[], $7::${bigint}[], $8::${text}[],
+        $9::${int}[], $10::${text}[], $11::${bool}[], $12::${bigint}[], $13::${text}[], $14::${bigint}[], $15::${text}[], $16::${bigint}[], $17::${text}[],
+        $18::${int}[], $19::${text}[])`,
+    // ---- end many steps ----
   };
 }

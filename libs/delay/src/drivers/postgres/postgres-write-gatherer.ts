@@ -1,5 +1,6 @@
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
-import { ScheduleCommand, ScheduleResult } from '../../interfaces/delay-driver.interface';
+import { AdvanceSeriesCommand, ScheduleCommand, ScheduleResult } from '../../interfaces/delay-driver.interface';
+import { Row } from './postgres-connection';
 import { WriteOrder, writeId } from './postgres-write-order';
 
 /** One entry of the schedule function's arrays. */
@@ -15,10 +16,14 @@ export interface GatheredStatements {
   schedule(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number): Promise<ScheduleResult[]>;
   /** One statement deleting the keys' actions: per key, whether it removed one (a key given twice: the first call did). */
   cancel(topic: string, keys: readonly string[]): Promise<boolean[]>;
+  /** One statement of recurring steps (advance_series_steps): per command, in order, its advance_series row. */
+  advance(topic: string, commands: readonly AdvanceSeriesCommand[]): Promise<Row[]>;
 }
 
 /** At most this many gathered calls go in one statement. */
 const MAX_GATHERED = 500;
+/** The tag of recurring steps' groups. */
+const ADVANCE = 'advance';
 
 /** A call waiting for the end of its tick, with what its statement needs. */
 interface PendingCall<C, R> {
@@ -40,10 +45,11 @@ interface PendingGroup<C, R> {
 }
 
 /**
- * Gathers the autocommit `schedule` calls, and the `cancel` calls, made in
- * the same tick for the same topic into one statement each: one commit, one
- * WAL flush and one round trip for all of them, where each call alone would
- * wait for its own commit. A call alone in its tick is a statement of its
+ * Gathers the autocommit `schedule` calls, the `cancel` calls and the
+ * recurring steps (advanceSeries: the ticks one claim took, run in the same
+ * tick) made in the same tick for the same topic into one statement each:
+ * one commit, one WAL flush and one round trip for all of them, where each
+ * call alone would wait for its own commit. A call alone in its tick is a statement of its
  * own, as before. Calls in the application's transaction never come here.
  *
  * Semantics are those of the single calls, in the order made:
@@ -64,6 +70,15 @@ interface PendingGroup<C, R> {
 export class PostgresWriteGatherer {
   private readonly pending = new Map<string, PendingGroup<unknown, unknown>>();
   private flushQueued = false;
+  /**
+   * Topics with a statement of recurring steps on its way. The steps made
+   * meanwhile wait for it to return and then go together (unless a write of
+   * one of their keys sends them first): a topic has at most one such
+   * statement at a time, whose commit then carries as many steps as came
+   * during the last one, instead of many small commits queueing behind each
+   * other (each notifying commit waits for the one before it).
+   */
+  private readonly stepping = new Set<string>();
 
   constructor(
     private readonly order: WriteOrder,
@@ -78,6 +93,12 @@ export class PostgresWriteGatherer {
 
   cancel(topic: string, key: string): Promise<boolean> {
     return this.gather(topic, 'cancel', key, key, (keys: readonly string[]) => this.statements.cancel(topic, keys));
+  }
+
+  /** A recurring step outside any transaction: its advance_series row. */
+  advance(command: AdvanceSeriesCommand): Promise<Row> {
+    const { topic } = command;
+    return this.gather(topic, ADVANCE, command.key, command, (commands: readonly AdvanceSeriesCommand[]) => this.statements.advance(topic, commands));
   }
 
   /** Sends the topic's gathered calls now if one of them is for one of these keys: a write or read of those keys made later must follow them. */
@@ -117,22 +138,32 @@ export class PostgresWriteGatherer {
   private readonly flushAtTickEnd = (): void => {
     this.flushQueued = false;
     if (this.pending.size === 0) return;
-    for (const group of [...this.pending.values()]) this.sendGroup(group);
+    for (const group of [...this.pending.values()]) if (group.tag !== ADVANCE || !this.stepping.has(group.topic)) this.sendGroup(group);
   };
 
   private sendGroup<C, R>(group: PendingGroup<C, R>): void {
-    this.pending.delete(group.topic);
+    const { topic } = group;
+    this.pending.delete(topic);
     const { calls } = group;
+    const steps = group.tag === ADVANCE;
+    if (steps) this.stepping.add(topic);
     const deadline = setTimeout(() => {
       const error = new DriverUnavailableError(`PostgreSQL did not answer within ${this.commandTimeoutMs} ms`);
       for (const call of calls) settle(call, { error });
     }, this.commandTimeoutMs);
     void this.order
       .run(
-        [...group.keys].map((key) => writeId(group.topic, key)),
+        [...group.keys].map((key) => writeId(topic, key)),
         () => this.apply(group),
       )
-      .finally(() => clearTimeout(deadline));
+      .finally(() => {
+        clearTimeout(deadline);
+        if (!steps) return;
+        this.stepping.delete(topic);
+        // The steps that came meanwhile, if they have not gone yet.
+        const waiting = this.pending.get(topic);
+        if (waiting?.tag === ADVANCE) this.sendGroup(waiting);
+      });
   }
 
   /** Runs the group while it holds its keys' place in the write order; never rejects (each call is settled). */

@@ -106,6 +106,7 @@ export class PostgresDriver implements DelayDriver {
       {
         schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(null))),
         cancel: async (topic, keys) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys])).map((row) => int(row.removed) > 0),
+        advance: (topic, commands) => this.sendSeriesSteps(topic, commands),
       },
       commandTimeoutMs,
     );
@@ -426,41 +427,46 @@ export class PostgresDriver implements DelayDriver {
    * The one atomic step of a recurring series: one call of the schema's
    * advance_series function (see its comment in the migrations), after this
    * driver's earlier writes to the series key, or inside the caller's
-   * transaction when the command carries one.
+   * transaction when the command carries one. Outside a transaction, the
+   * steps made in the same tick for the same topic (the ticks one claim
+   * took) share one statement and one commit (advance_series_steps), each
+   * still its own advance_series.
    */
   async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
-    const { topic, key, expect, next } = command;
+    const { topic, key } = command;
     if (hasNul(key)) throw new InvalidKeyError(key, 'contains U+0000, which PostgreSQL cannot store in text');
     for (const occurrence of command.occurrences) {
       if (hasNul(occurrence.key)) throw new InvalidKeyError(occurrence.key, 'contains U+0000, which PostgreSQL cannot store in text');
     }
-    const [expectKind, expectValue] = expectParams(expect);
-    const [nextKind, nextValue, nextPayload] = nextParams(next);
-    const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
-    const { whileAlive } = command;
-    const whileAliveDue = whileAlive ? dueParams(whileAlive.next.due) : undefined;
     const sentAt = Date.now();
-    const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (txStore) => [
-      topic,
-      key,
-      expectKind,
-      expectValue,
-      command.overlap,
-      nextKind,
-      nextValue,
-      nextPayload,
-      command.occurrences.map((occurrence) => occurrence.key),
-      dues.map(([absolute]) => absolute),
-      dues.map(([, value]) => value),
-      command.occurrences.map((occurrence) => (occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload)),
-      command.orphanGraceMs ?? 0,
-      txStore,
-      whileAlive ? ('delayMs' in whileAlive.next.due ? 'delay' : 'at') : null,
-      whileAliveDue ? whileAliveDue[1] : 0,
-      whileAlive ? whileAlive.next.payload : null,
-      whileAlive ? whileAlive.skipped : [],
-    ]);
-    const row = rows[0];
+    let row: Row;
+    if (command.transaction) {
+      const [expectKind, expectValue] = expectParams(command.expect);
+      const [nextKind, nextValue, nextPayload] = nextParams(command.next);
+      const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
+      const whileAlive = whileAliveParams(command);
+      const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (txStore) => [
+        topic,
+        key,
+        expectKind,
+        expectValue,
+        command.overlap,
+        nextKind,
+        nextValue,
+        nextPayload,
+        command.occurrences.map((occurrence) => occurrence.key),
+        dues.map(([absolute]) => absolute),
+        dues.map(([, value]) => value),
+        command.occurrences.map(occurrencePayload),
+        command.orphanGraceMs ?? 0,
+        txStore,
+        ...whileAlive,
+      ]);
+      row = rows[0];
+    } else {
+      // Gathered: the gatherer holds the key's place in the write order.
+      row = await this.gatherer.advance(command);
+    }
     this.sawNow(row.now_ms, sentAt);
     const status = int(row.status);
     if (status === -3) throw new ActionKindConflictError(topic, key, 'batch');
@@ -477,6 +483,47 @@ export class PostgresDriver implements DelayDriver {
     const blockedBy: SeriesBlocker | undefined =
       row.blocker === null ? undefined : { occurrenceKey: String(row.blocker), state: row.blocker_state === 'running' ? 'running' : 'waiting', dueAt: int(row.blocker_due), attempt: int(row.blocker_attempt) };
     return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled, ...(blockedBy ? { blockedBy } : {}) };
+  }
+
+  /**
+   * The gathered steps of one topic as one statement of advance_series_steps,
+   * sent as is (the gatherer holds the keys' places in the write order):
+   * the steps in code point order of their keys (two statements then lock
+   * ticks in the same order; steps of one key keep their order), each one's
+   * advance_series row back in call order.
+   */
+  private async sendSeriesSteps(topic: string, commands: readonly AdvanceSeriesCommand[]): Promise<Row[]> {
+    const order = commands.map((_, n) => n).sort((a, b) => compareCodePoints(commands[a].key, commands[b].key) || a - b);
+    const sorted = order.map((n) => commands[n]);
+    const expects = sorted.map(({ expect }) => expectParams(expect));
+    const nexts = sorted.map(({ next }) => nextParams(next));
+    const occurrences = sorted.flatMap((command) => command.occurrences);
+    const dues = occurrences.map((occurrence) => dueParams(occurrence.due));
+    const whileAlive = sorted.map(whileAliveParams);
+    const rows = await this.connection.queryPrepared(this.sql.advanceSeriesSteps, [
+      topic,
+      sorted.map((command) => command.key),
+      expects.map(([kind]) => kind),
+      expects.map(([, value]) => value),
+      sorted.map((command) => command.overlap),
+      nexts.map(([kind]) => kind),
+      nexts.map(([, value]) => value),
+      nexts.map(([, , payload]) => payload),
+      sorted.map((command) => command.occurrences.length),
+      occurrences.map((occurrence) => occurrence.key),
+      dues.map(([absolute]) => absolute),
+      dues.map(([, value]) => value),
+      occurrences.map(occurrencePayload),
+      sorted.map((command) => command.orphanGraceMs ?? 0),
+      whileAlive.map(([kind]) => kind),
+      whileAlive.map(([, value]) => value),
+      whileAlive.map(([, , payload]) => payload),
+      whileAlive.map(([, , , skipped]) => skipped.length),
+      whileAlive.flatMap(([, , , skipped]) => skipped),
+    ]);
+    const results: Row[] = new Array(commands.length);
+    for (const row of rows) results[order[int(row.ord) - 1]] = row;
+    return results;
   }
 
   // ---- Recurring: declaration marks and last runs ----
@@ -751,6 +798,19 @@ function expectParams(expect: AdvanceSeriesCommand['expect']): [string, string |
 /** advance_series's tick after the step: its kind ('remove', 'keep', 'delay', 'at'), due value and payload. */
 function nextParams(next: AdvanceSeriesCommand['next']): [string, number, string | null] {
   return next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
+}
+
+/** bufferOne's step while a previous occurrence is alive: next ('delay', 'at', null for none), its ms, its payload, the keys then skipped. */
+function whileAliveParams(command: AdvanceSeriesCommand): [string | null, number, string | null, readonly string[]] {
+  const { whileAlive } = command;
+  if (!whileAlive) return [null, 0, null, []];
+  const [, value] = dueParams(whileAlive.next.due);
+  return ['delayMs' in whileAlive.next.due ? 'delay' : 'at', value, whileAlive.next.payload, whileAlive.skipped];
+}
+
+/** An occurrence's payload as stored: null for none. */
+function occurrencePayload(occurrence: AdvanceSeriesCommand['occurrences'][number]): string | null {
+  return occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload;
 }
 
 /** PostgreSQL text cannot hold U+0000: such a key can have no action. */

@@ -126,11 +126,15 @@ export class RedisConnection {
 
   /**
    * `send` is called before every command: a caller that holds commands
-   * back to gather them (RedisScheduler, until the end of a tick) sends them
+   * back to gather them (RedisScheduler and RedisSeriesSteps, until the end of a tick) sends them
    * then, so commands still reach Redis in the order they were made.
    */
   beforeSend(send: () => void): void {
-    this.pendingSends = send;
+    const before = this.pendingSends;
+    this.pendingSends = () => {
+      before();
+      send();
+    };
   }
 
   /** Runs a script that only reads or that the consumer retries by itself. */

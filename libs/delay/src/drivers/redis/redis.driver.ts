@@ -40,6 +40,7 @@ import { TopicLayout } from './redis-topic-layout';
 import { RedisWakeSubscriber } from './redis-wake-subscriber';
 import { RedisTopicControl } from './redis-topic-control';
 import { dueArgs, refusal, RedisScheduler } from './redis-scheduler';
+import { RedisSeriesSteps } from './redis-series-steps';
 import { DriverHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
 import { quoteInput } from '../../utils/quote-input';
@@ -80,6 +81,7 @@ export class RedisDriver implements DelayDriver {
   private readonly queries: RedisActionQueries;
   private readonly control: RedisTopicControl;
   private readonly scheduler: RedisScheduler;
+  private readonly steps: RedisSeriesSteps;
   private readonly storeResetListeners: Array<(detail: string) => void> = [];
   /** What the startup check found wrong with Redis's maxmemory-policy, if anything. */
   private evicting: string | undefined;
@@ -119,6 +121,7 @@ export class RedisDriver implements DelayDriver {
     );
     this.queries = new RedisActionQueries(this.connection);
     this.scheduler = new RedisScheduler(this.connection, this.horizonMs, this.clockSkew);
+    this.steps = new RedisSeriesSteps(this.connection);
     this.control = new RedisTopicControl(this.connection, this.prefix, async (topic, forWrite) =>
       allShards(forWrite ? (this.layouts.writable(topic) ?? (await this.layouts.load(topic, true))) : await this.view(topic)),
     );
@@ -322,8 +325,8 @@ export class RedisDriver implements DelayDriver {
     const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
     const { whileAlive } = command;
     const whileAliveArgs = whileAlive ? [...dueArgs(whileAlive.next.due), whileAlive.next.payload, whileAlive.skipped.length, ...whileAlive.skipped] : [''];
-    const reply = await this.connection.write<Reply>(
-      'advanceSeries',
+    // Gathered with the other steps of this tick for the shard (the ticks of one claim): one script call for them all.
+    const reply = await this.steps.step(
       [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared, keys.schedules],
       [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0, ...whileAliveArgs],
     );
