@@ -74,4 +74,18 @@ describe('Redis driver: the recurring steps of one tick', () => {
     expect((await redis.get(TOPIC, 's5\u001e2'))?.payload).toBe('"s5"');
     expect(await redis.count(TOPIC)).toBe(20 + 1 + 18);
   });
+
+  it('leave in the order made beside gathered schedules: a step, then a schedule of the same key in the same tick, reach Redis in that order', async () => {
+    const redis = await driver('order');
+    const at = Date.now() + 3_600_000;
+    const step = redis.advanceSeries({ topic: TOPIC, key: 'k', expect: { absent: true }, overlap: 'skip', occurrences: [], next: { due: { atMs: at }, payload: tick(0) } });
+    const schedule = redis.schedule({ topic: TOPIC, key: 'k', due: { delayMs: 60_000 }, payload: undefined, ifExists: 'replace', maxPastMs: 0 });
+    const [stepped, scheduled] = await Promise.all([step, schedule]);
+    // In order: the step finds the key absent and arms it; the schedule then replaces it (out of order, the step
+    // would find the schedule's arming and not apply).
+    expect(stepped.applied).toBe(true);
+    expect(scheduled.outcome).toBe('replaced');
+    expect((await redis.get(TOPIC, 'k'))?.dueAt).toBe(scheduled.action.dueAt);
+  });
 });
+

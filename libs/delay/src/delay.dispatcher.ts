@@ -180,10 +180,10 @@ export class DelayDispatcher implements DelayConsumer {
     if (handler.recurring) this.revocable.set(revocableId(delivery.topic, delivery.key), run);
     try {
       if (handler.options.transactional && this.transactional) {
-        // The handler's timeout bounds the handler; the commit that follows is bounded by commandTimeout (and, its
-        // transaction shared, by the runs after it in it: see the postgres driver's run groups).
+        // The handler's timeout bounds the handler; a commit shared with the runs after it (the postgres driver's own
+        // transactions) gets as long again, counted from the handler's end.
         const handled = (): void => {
-          if (run.live) this.runs.untime(run);
+          if (run.live) this.runs.restart(run);
         };
         this.transactional.run(handler, delivery, new HandlerContext(delivery, run), run.signal, handled).then(
           (end) => this.settle(run, end === 'gone' ? GONE : COMMITTED),

@@ -49,16 +49,23 @@ describe('HandlerRunTracker', () => {
     expect(tracker.size).toBe(0);
   });
 
-  it('a run untimed (a transactional handler done, its commit pending) stays tracked and never times out; the others still do', async () => {
-    const expired: HandlerRun[] = [];
-    const tracker = new HandlerRunTracker((r) => expired.push(r));
-    const runs = [run(20), run(20), run(20)];
+  it('a run restarted (a transactional handler done, its shared commit pending) times out a whole timeout after the restart, the others at theirs', async () => {
+    const expiredAt = new Map<HandlerRun, number>();
+    const tracker = new HandlerRunTracker((r) => expiredAt.set(r, performance.now()));
+    const runs = [run(150), run(150), run(150)];
+    const started = performance.now();
     for (const r of runs) tracker.add(r);
-    tracker.untime(runs[1]);
+    await sleep(100);
+    const restarted = performance.now();
+    tracker.restart(runs[1]);
     expect(tracker.size).toBe(3);
-    await sleep(300);
-    expect(expired).toEqual([runs[0], runs[2]]);
-    expect(tracker.takeAll()).toEqual([runs[1]]);
+    while (expiredAt.size < 3) await sleep(20);
+    // Timers never fire early, however busy the machine: each at or after its own deadline.
+    expect(expiredAt.get(runs[0])! - started).toBeGreaterThanOrEqual(149);
+    expect(expiredAt.get(runs[2])! - started).toBeGreaterThanOrEqual(149);
+    expect(expiredAt.get(runs[1])! - restarted).toBeGreaterThanOrEqual(149);
+    expect(expiredAt.get(runs[1])!).toBeGreaterThanOrEqual(Math.max(expiredAt.get(runs[0])!, expiredAt.get(runs[2])!));
+    expect(tracker.size).toBe(0);
   });
 
   it('a signal read after the run was aborted is already aborted, with the reason', () => {

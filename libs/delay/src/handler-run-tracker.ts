@@ -56,13 +56,15 @@ export class HandlerRunTracker {
   }
 
   /**
-   * The run's deadline no longer applies (a transactional run whose handler
-   * finished, waiting for its commit): it stays tracked, without a timeout.
+   * The run's timeout counts again from now (a transactional run whose
+   * handler finished, waiting for a commit it shares with later runs). It
+   * goes to the end of its list, whose deadlines still ascend: the others
+   * started earlier with the same timeout.
    */
-  untime(run: HandlerRun): void {
+  restart(run: HandlerRun): void {
     if (run.timeoutMs === undefined) return;
     this.remove(run);
-    run.untime();
+    run.deadline = performance.now() + run.timeoutMs;
     this.add(run);
   }
 

@@ -24,14 +24,14 @@ export class HandlerRun {
   /** When it was given up (performance.now()), if it was. */
   abandonedAt: number | undefined;
   /** Undefined for no timeout. */
-  timeoutMs: number | undefined;
+  readonly timeoutMs: number | undefined;
   private controller: AbortController | undefined;
   private reason: HandlerAbortedError | undefined;
 
   constructor(
     readonly handler: RegisteredHandler,
     readonly delivery: Delivery,
-    /** performance.now() by which it must settle; Infinity without a timeout. */
+    /** performance.now() by which it must settle; Infinity without a timeout (moved by HandlerRunTracker.restart). */
     public deadline: number,
     /** Where the outcome goes: the driver's callback. Called once, by the dispatcher. */
     readonly report: (outcome: DeliveryOutcome) => void,
@@ -50,12 +50,6 @@ export class HandlerRun {
       if (this.reason) this.controller.abort(this.reason);
     }
     return this.controller.signal;
-  }
-
-  /** No deadline from now on (see HandlerRunTracker.untime). */
-  untime(): void {
-    this.timeoutMs = undefined;
-    this.deadline = Infinity;
   }
 
   abort(reason: HandlerAbortedError): void {

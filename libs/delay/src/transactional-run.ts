@@ -7,6 +7,7 @@ import { DelayDriver, Delivery } from './interfaces/delay-driver.interface';
 import { withHandlerTransaction } from './transactions/handler-transaction';
 import { isConnectionState, sqlStateOf } from './transactions/sql-state';
 import { TransactionBinder } from './transactions/transaction-binder';
+import { isNotCommitted } from './utils/not-committed';
 
 /** How a transactional run ended without a throw: committed with its completion, or its arming was gone before it began (nothing ran). */
 export type TransactionalRunEnd = 'committed' | 'gone';
@@ -60,9 +61,9 @@ export class TransactionalRun {
     return this.own || (typeof this.driver.beginRun === 'function' && typeof this.driver.completeRun === 'function' && this.open !== undefined);
   }
 
-  /** `handled` is called when the handler has resolved, before the commit. */
+  /** `handled` is called when the handler has resolved, before a commit the driver may share with other runs (its own transactions only). */
   run(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal, handled: () => void = () => undefined): Promise<TransactionalRunEnd> {
-    return this.own ? this.runOwn(handler, delivery, context, signal, handled) : this.runOpened(handler, delivery, context, signal, handled);
+    return this.own ? this.runOwn(handler, delivery, context, signal, handled) : this.runOpened(handler, delivery, context, signal);
   }
 
   /** On the driver's own transaction: the driver sends the lock with BEGIN and the completion with COMMIT. */
@@ -72,18 +73,21 @@ export class TransactionalRun {
     let handled = false;
     try {
       return await driver.runOwnTransaction(delivery, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER, async (transaction) => {
+        // Called again if the run goes again on its own (its shared transaction could not commit).
+        handled = false;
         await this.invoke(handler, context, signal, transaction);
         handled = true;
         onHandled();
       });
     } catch (error) {
-      // The completion goes with the COMMIT: after the handler, a failure the server did not send leaves it in doubt.
-      throw handled && !refusedByServer(error) ? new CommitOutcomeUnknownError(error) : error;
+      // The completion goes with the COMMIT: after the handler, a failure the server did not send leaves it in doubt,
+      // unless the driver knows nothing committed.
+      throw handled && !refusedByServer(error) && !isNotCommitted(error) ? new CommitOutcomeUnknownError(error) : error;
     }
   }
 
   /** On a transaction `transactions.run` (or the driver's runTransaction) opens: the lock and the completion are statements of their own in it. */
-  private async runOpened(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal, onHandled: () => void): Promise<TransactionalRunEnd> {
+  private async runOpened(handler: RegisteredHandler, delivery: Delivery, context: HandlerContext, signal: AbortSignal): Promise<TransactionalRunEnd> {
     const { driver, open } = this;
     if (!open || !driver.beginRun || !driver.completeRun) throw new Error(`the "${driver.name}" driver cannot run transactional handlers`);
     const beginRun = driver.beginRun.bind(driver);
@@ -95,7 +99,6 @@ export class TransactionalRun {
         if (!bound) throw new Error('transactions.run handed the work no transaction');
         if (!(await beginRun(delivery, bound, handler.options.timeoutMs ?? Number.MAX_SAFE_INTEGER))) return 'gone' as const;
         await this.invoke(handler, context, signal, transaction);
-        onHandled();
         await completeRun(delivery, bound);
         written = true;
         return 'committed' as const;

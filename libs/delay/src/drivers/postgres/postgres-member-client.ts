@@ -9,6 +9,8 @@ type Query = (...args: unknown[]) => unknown;
  * - notes a statement that failed (the handler may have caught it: the
  *   savepoint is then aborted, and the run must not count as done) and
  *   statements still unanswered when the handler returned;
+ * - refuses BEGIN, COMMIT, ROLLBACK and the like: the transaction is the
+ *   driver's, shared with other runs, and ends with their completions;
  * - refuses every statement once the run is over (closed): a handler still
  *   going after its timeout, or a timer it left, cannot write into the
  *   next run's part of the transaction. What it had sent before is queued
@@ -52,8 +54,13 @@ export class PostgresMemberClient {
   }
 
   private query(args: unknown[]): unknown {
-    if (this.closed) {
-      const error = new TransactionNotActiveError('pg', "the run is over: its transaction is not this statement's to write into");
+    const refusal = this.closed
+      ? "the run is over: its transaction is not this statement's to write into"
+      : endsTransaction(args[0])
+        ? "the run's transaction is begun and committed by nestjs-delay with the run's completion: a handler does not send BEGIN, COMMIT or ROLLBACK itself (a SAVEPOINT of its own, and ROLLBACK TO it, are fine)"
+        : undefined;
+    if (refusal !== undefined) {
+      const error = new TransactionNotActiveError('pg', refusal);
       if (typeof args[args.length - 1] === 'function') {
         (args[args.length - 1] as (error: Error) => void)(error);
         return undefined;
@@ -79,4 +86,12 @@ export class PostgresMemberClient {
       },
     );
   }
+}
+
+/** Statements that would end or begin the run's transaction behind the driver's back (ROLLBACK TO SAVEPOINT is not one). */
+const TRANSACTION_CONTROL = /^\s*(BEGIN|START\s+TRANSACTION|COMMIT|END|ABORT|PREPARE\s+TRANSACTION|COMMIT\s+PREPARED|ROLLBACK(?!\s+(TO|PREPARED)\b))\b/i;
+
+function endsTransaction(statement: unknown): boolean {
+  const text = typeof statement === 'string' ? statement : typeof statement === 'object' && statement !== null ? (statement as { text?: unknown }).text : undefined;
+  return typeof text === 'string' && TRANSACTION_CONTROL.test(text);
 }

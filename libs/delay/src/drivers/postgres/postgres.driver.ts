@@ -369,12 +369,15 @@ export class PostgresDriver implements DelayDriver {
   async runOwnTransaction(delivery: Delivery, lockTimeoutMs: number, work: (transaction: unknown) => Promise<void>): Promise<'committed' | 'gone'> {
     const { topic, token } = delivery;
     const member = this.memberOf(delivery);
-    const lockMs = Math.max(1, Math.min(this.connection.commandTimeoutMs, lockTimeoutMs));
+    // Below commandTimeout, so a lock wait ends with the server's 55P03 (the run fails alone) before the driver gives
+    // up on the message (which would cost the whole shared transaction).
+    const commandMs = this.connection.commandTimeoutMs;
+    const lockMs = Math.max(1, Math.min(commandMs - Math.max(250, Math.round(commandMs / 10)), lockTimeoutMs));
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
     return this.runGroups.run({
       opening: inlineParameters(this.sql.beginRun, [topic, member, token, null, lockMs]),
       closing: inlineParameters(this.sql.completeRun, [topic, member, token, startedAt, null]),
-      lockMs,
+      order: `${topic}\u0000${member}`,
       work,
     });
   }

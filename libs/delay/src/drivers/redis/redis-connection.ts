@@ -51,7 +51,11 @@ export class RedisConnection {
   private writer: RedisReplicatedWriter | undefined;
   private closed = false;
   /** Sends what a caller gathered to send later (RedisScheduler), before any other command. */
-  private pendingSends: () => void = () => undefined;
+  /** What gatherers hold, sent before any other command (beforeSend). */
+  private readonly gatherers: Array<() => void> = [];
+  private readonly pendingSends = (): void => {
+    for (const send of this.gatherers) send();
+  };
   /** The sockets corked in this tick, uncorked at its end; undefined when none is. */
   private corked: Array<{ uncork(): void }> | undefined;
   /** Fails the calls in flight on the client's socket when it closes, instead of at the time bound. */
@@ -130,11 +134,17 @@ export class RedisConnection {
    * then, so commands still reach Redis in the order they were made.
    */
   beforeSend(send: () => void): void {
-    const before = this.pendingSends;
-    this.pendingSends = () => {
-      before();
-      send();
-    };
+    this.gatherers.push(send);
+  }
+
+  /**
+   * Sends what every other gatherer holds: called by a gatherer as it takes
+   * a call, so the calls made before it in other gatherers leave first (two
+   * gatherers flushed at the end of a tick would otherwise go in the order
+   * their flushes run, not the order of the calls).
+   */
+  sendGatheredBefore(gatherer: () => void): void {
+    for (const send of this.gatherers) if (send !== gatherer) send();
   }
 
   /** Runs a script that only reads or that the consumer retries by itself. */

@@ -52,6 +52,8 @@ export class RedisScheduler {
   }
 
   schedule(keys: TopicKeys, command: ScheduleCommand): Promise<ScheduleResult> {
+    // Series steps gathered before this call leave before it.
+    this.connection.sendGatheredBefore(this.flush);
     return new Promise<ScheduleResult>((resolve, reject) => {
       let group = this.pending.get(keys);
       if (group !== undefined && group.maxPastMs !== command.maxPastMs) {

@@ -44,6 +44,8 @@ export class RedisSeriesSteps {
 
   /** One step: `keys` those of advance-series.lua (the series' shard), `args` its ARGV. */
   step(keys: string[], args: Array<string | number>): Promise<SeriesStepReply> {
+    // Schedules and cancels gathered before this step leave before it.
+    this.connection.sendGatheredBefore(this.flush);
     return new Promise<SeriesStepReply>((resolve, reject) => {
       // The shard's env hash names the shard: every key of a group is the same.
       const shard = keys[1];
