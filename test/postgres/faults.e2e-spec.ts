@@ -186,12 +186,14 @@ describe('postgres: faults', () => {
     const booted = await boot();
     app = booted.app;
     const { delay, handlers } = booted;
-    await delay.schedule(TOPIC, 'locked', { delay: 200 });
-    await delay.schedule(TOPIC, 'free', { delay: 200 });
+    // Connected and in its transaction first: the row is locked one round trip after it is written, long before it
+    // is due (a second), however busy the machine.
     const blocker = new Client({ connectionString: server.url });
     await blocker.connect();
     try {
       await blocker.query('BEGIN');
+      await delay.schedule(TOPIC, 'locked', { delay: 1_000 });
+      await delay.schedule(TOPIC, 'free', { delay: 1_000 });
       await blocker.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'locked' FOR UPDATE`);
       const cancel = await timed(() => delay.cancel(TOPIC, 'locked'));
       expect(cancel.error).toMatchObject({ code: 'ERR_DELAY_DRIVER_UNAVAILABLE' });

@@ -244,14 +244,15 @@ export async function exerciseLastRuns(delay: DelayService, outcomes: Outcomes):
     if (run) seen.add(run.outcome);
     return run?.outcome === outcome ? run : undefined;
   };
-  await pollUntil(async () => (await lastRunIs('succeeded')) !== undefined, 'a run that succeeded', 15_000);
-  const succeeded = await lastRunIs('succeeded');
+  // Each last run is kept as the poll saw it: read again, it may already be the next occurrence's (one a second).
+  let succeeded: Awaited<ReturnType<typeof lastRunIs>>;
+  await pollUntil(async () => (succeeded = await lastRunIs('succeeded')) !== undefined, 'a run that succeeded', 15_000);
   expect(succeeded?.attempt).toBe(1);
   expect(succeeded?.lagMs).toBe((succeeded?.startedAt?.getTime() ?? NaN) - (succeeded?.scheduledAt.getTime() ?? NaN));
   outcomes.mode = 'fail';
-  await pollUntil(async () => (await lastRunIs('dead')) !== undefined, 'a run that died after its 2 attempts', 15_000);
+  let dead: Awaited<ReturnType<typeof lastRunIs>>;
+  await pollUntil(async () => (dead = await lastRunIs('dead')) !== undefined, 'a run that died after its 2 attempts', 15_000);
   expect(seen.has('retrying')).toBe(true);
-  const dead = await lastRunIs('dead');
   // Its second attempt started after the 1 s backoff: at least that late.
   expect(dead).toMatchObject({ attempt: 2 });
   expect(dead?.lagMs).toBeGreaterThanOrEqual(1_000);
