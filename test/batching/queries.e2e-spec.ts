@@ -11,7 +11,8 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
 
   it('cancels an open batch: its items are never handed over, and the key starts afresh', async () => {
     const { delay, recorder, events } = await fixture.boot();
-    const window = 150;
+    // Long enough that the four awaited calls and the count come before the batches close, on a busy machine too.
+    const window = 1_500;
     for (const item of ['c1', 'c2', 'c3']) await delay.collect(T, 'gone', item, { window });
     await delay.collect(T, 'kept', 'k1', { window });
     expect(await delay.count(T)).toBe(2);
