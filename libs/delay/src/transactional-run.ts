@@ -5,7 +5,7 @@ import { RegisteredHandler } from './delay-handler.registry';
 import { HandlerContext } from './handler-context';
 import { DelayDriver, Delivery } from './interfaces/delay-driver.interface';
 import { withHandlerTransaction } from './transactions/handler-transaction';
-import { isConnectionState, sqlStateOf } from './transactions/sql-state';
+import { refusedByServer } from './transactions/sql-state';
 import { TransactionBinder } from './transactions/transaction-binder';
 import { isNotCommitted } from './utils/not-committed';
 
@@ -121,11 +121,6 @@ export class TransactionalRun {
   }
 }
 
-/** An error with a SQLSTATE the server sent about the statement, not the connection's: the transaction is over, rolled back. */
-function refusedByServer(error: unknown): boolean {
-  const state = sqlStateOf(error);
-  return state !== undefined && !isConnectionState(state);
-}
 
 /** `work`, or a rejection with the signal's reason as soon as it aborts: the transaction is then rolled back without waiting for the handler. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {

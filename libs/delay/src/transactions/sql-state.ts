@@ -26,6 +26,12 @@ export function isConnectionState(state: string): boolean {
   return /^(08|57P0[1-4]|58)/.test(state);
 }
 
+/** An error with a SQLSTATE the server sent about the statement, not the connection's: the transaction is over or aborted, and the connection is still good. */
+export function refusedByServer(error: unknown): boolean {
+  const state = sqlStateOf(error);
+  return state !== undefined && !isConnectionState(state);
+}
+
 /** Prisma's errors carry its own codes ('P2028' looks like a SQLSTATE, and is none): the database's is read apart. */
 function isPrismaError(error: Record<string, unknown>): boolean {
   return typeof error.clientVersion === 'string';

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { PgPoolClientLike } from '../../interfaces/postgres-pool.interface';
-import { isConnectionState, sqlStateOf } from '../../transactions/sql-state';
+import { refusedByServer } from '../../transactions/sql-state';
 import { describeError } from '../../utils/describe-error';
 import { markNotCommitted } from '../../utils/not-committed';
 import { PostgresHandlerTransactions } from './postgres-handler-transactions';
@@ -328,8 +328,3 @@ function lastFound(results: unknown): boolean {
   return Array.isArray(rows) && typeof rows[0] === 'object' && rows[0] !== null && (rows[0] as { found?: unknown }).found === true;
 }
 
-/** An error with a SQLSTATE the server sent about a statement (not the connection's): the connection is still good. */
-function refusedByServer(error: unknown): boolean {
-  const state = sqlStateOf(error);
-  return state !== undefined && !isConnectionState(state);
-}
