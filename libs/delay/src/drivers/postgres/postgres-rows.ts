@@ -43,6 +43,23 @@ export function toDeadAction(topic: string, row: Row): StoredDeadAction {
   };
 }
 
+/**
+ * Claimed rows in the order the claim picked them: by due time, then member. The claim's reply does not keep that
+ * order by itself (the batches it re-files come back in the order the server updated them, which is where their rows
+ * happen to lie in the table), and a key's closed batches must start in the order they were collected.
+ */
+export function inDueOrder(rows: Row[]): Row[] {
+  // Rows that are not batches come back as they were picked.
+  if (!rows.some((row) => row.batch === true)) return rows;
+  return rows.sort((a, b) => int(a.due_at) - int(b.due_at) || compareCodePoints(String(a.member), String(b.member)));
+}
+
+/** Code point order, as the "C" collation of the driver's tables compares (UTF-16 code units differ above U+FFFF). */
+function compareCodePoints(a: string, b: string): number {
+  if (a === b) return 0;
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
 /** A claimed row as the consumer hands it over; the token travels as text, as on every driver. */
 export function toDelivery(topic: string, row: Row, firedAt: number): Delivery {
   return {

@@ -11,7 +11,7 @@ import { PostgresConnection, Row } from './postgres-connection';
 import { PostgresClaimLedger } from './postgres-claim-ledger';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { AckBatch, PendingAcks } from './postgres-pending-acks';
-import { int, toDelivery } from './postgres-rows';
+import { inDueOrder, int, toDelivery } from './postgres-rows';
 import { PostgresStatements } from './postgres-statements';
 
 /** Recurring ticks one claim takes besides its handler slots (the claim statement's $5). */
@@ -330,7 +330,7 @@ export class PostgresTopicConsumer {
     const head = headOf(rows);
     const now = int(head.now_ms);
     this.noteTurn(head.busy === true);
-    const claimed = rows.filter((row) => row.member !== null);
+    const claimed = inDueOrder(rows.filter((row) => row.member !== null));
     // Recovered rows name their claim (a column of the recover statement); the claim's own rows are this claim's.
     for (const row of claimed) row.claim_id = claimId;
     const taken = [...recovered, ...claimed];
