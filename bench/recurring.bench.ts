@@ -9,7 +9,7 @@
 //   BENCH_RECURRING_PHASES=3,4 npm run bench:recurring  (only some phases; 4 needs 3)
 //   BENCH_RESULTS_DIR=<dir> ...                         (the headline figures to <dir>/recurring.json, not bench/results)
 //   BENCH_RECURRING_PHASES=5 npm run bench:recurring    (the throughput rows alone, to rerun on a quiet machine)
-//   BENCH_RECURRING_CONTENDERS=wheel,redis ...          (phase 5 on some contenders only: wheel, redis, postgres, bullmq)
+//   BENCH_RECURRING_CONTENDERS=wheel,redis ...          (phase 5 on some contenders only: wheel, redis, postgres, bullmq, postgres-floor)
 //
 // A run that is not QUICK writes the headline figures of the phases it ran
 // into bench/results/recurring.json (bench/results.ts).
@@ -63,7 +63,7 @@ import type { ThroughputConfig, ThroughputContender, ThroughputResult } from './
 
 const QUICK = process.env.BENCH_RECURRING_QUICK === '1';
 const PHASES = new Set((process.env.BENCH_RECURRING_PHASES ?? '1,2,3,4,5,6,7').split(',').map((phase) => Number(phase.trim())));
-const CONTENDERS = (process.env.BENCH_RECURRING_CONTENDERS ?? 'wheel,redis,postgres,bullmq').split(',').map((name) => name.trim()) as ThroughputContender[];
+const CONTENDERS = (process.env.BENCH_RECURRING_CONTENDERS ?? 'wheel,redis,postgres,postgres-floor,bullmq').split(',').map((name) => name.trim()) as ThroughputContender[];
 
 const SETTINGS = {
   createCount: QUICK ? 2_000 : 10_000,
@@ -630,6 +630,7 @@ const THROUGHPUT_LABEL: Record<ThroughputContender, string> = {
   redis: 'nestjs-delay, Redis',
   postgres: 'nestjs-delay, PostgreSQL',
   bullmq: 'BullMQ job schedulers (Redis)',
+  'postgres-floor': 'floor: bare SQL on PostgreSQL (two statements per batch)',
 };
 
 interface ThroughputRow {
@@ -659,7 +660,7 @@ async function measureThroughput(bench: Bench): Promise<ThroughputRow[]> {
     if (contender === 'redis' || contender === 'bullmq') {
       await bench.flush();
       url = bench.server.url;
-    } else if (contender === 'postgres') {
+    } else if (contender === 'postgres' || contender === 'postgres-floor') {
       postgres = await BenchPostgresServer.start(['max_connections=200']);
       url = postgres.url;
     }

@@ -1,6 +1,7 @@
 // A child process of the recurring benchmark's throughput phase: one process
 // holds N schedules due every second on one driver (nestjs-delay's wheel,
-// Redis or PostgreSQL, or a BullMQ Worker on job schedulers), creates them,
+// Redis or PostgreSQL, a BullMQ Worker on job schedulers, or bare SQL as
+// PostgreSQL's floor: postgres-floor.ts), creates them,
 // lets them run, and reports how many occurrences ran per second over a
 // measured window, how late they started, how long the event loop stalled,
 // how many were reported missed and how many warning lines the library wrote.
@@ -15,8 +16,9 @@ import type { Job } from 'bullmq';
 import { DelayModule, DelayService, OnRecurring } from 'nestjs-delay';
 import type { DelayContext } from 'nestjs-delay';
 import { pump } from '../redis/pump';
+import { startPostgresFloor } from './postgres-floor';
 
-export type ThroughputContender = 'wheel' | 'redis' | 'postgres' | 'bullmq';
+export type ThroughputContender = 'wheel' | 'redis' | 'postgres' | 'bullmq' | 'postgres-floor';
 
 export interface ThroughputConfig {
   readonly contender: ThroughputContender;
@@ -159,7 +161,12 @@ function quantileOf(sorted: readonly number[], q: number): number {
 
 async function main(): Promise<void> {
   const logger = new CountingLogger();
-  const contender = config.contender === 'bullmq' ? await startBullmq() : await startDelay(logger);
+  const contender =
+    config.contender === 'bullmq'
+      ? await startBullmq()
+      : config.contender === 'postgres-floor'
+        ? await startPostgresFloor(config.url as string, config.schedules, starts)
+        : await startDelay(logger);
   const createSeconds = await contender.create();
   await new Promise((resolve) => setTimeout(resolve, config.warmupMs));
   // The window: whole seconds, from the next one on.
