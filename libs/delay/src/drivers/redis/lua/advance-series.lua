@@ -60,8 +60,11 @@ Time is the Redis server's (TIME).
 ]]
 --@include clock
 --@include encoding
---@include token
+--@include token-batch
 --@include series-run
 --@include series-step
 local now, micros = serverTime()
-return seriesStep(KEYS, ARGV, now, micros)
+local call = seriesCall(KEYS, micros, {ARGV})
+local reply = seriesStep(KEYS, ARGV, now, call)
+publishSeriesWakes(KEYS, call)
+return reply

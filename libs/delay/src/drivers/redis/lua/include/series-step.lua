@@ -1,8 +1,50 @@
 -- The one atomic step of a recurring series, as advance-series.lua documents
 -- it: K its nine keys and A its arguments, laid out as that script's KEYS and
--- ARGV; now and micros the script's reading of TIME. Returns that script's
--- reply. Needs the clock, encoding, token and series-run includes before it.
-local function seriesStep(K, A, now, micros)
+-- ARGV; now the script's reading of TIME; call what the steps of one script
+-- call share (seriesCall). Returns that script's reply. Needs the clock,
+-- encoding, token-batch and series-run includes before it.
+
+-- What the steps of one script call share: their tokens, reserved together
+-- (tokenRange, at most one per occurrence and one for the tick of each step),
+-- whether the listing index exists, and the wakes to publish once the steps
+-- are made (publishSeriesWakes). `steps` holds each step's ARGV.
+local function seriesCall(K, micros, steps)
+  local tokens = 0
+  for _, A in ipairs(steps) do tokens = tokens + tonumber(A[9]) + 1 end
+  return { mint = tokenRange(K[4], micros, tokens), indexed = nil, wakes = {} }
+end
+
+-- The wake of one channel: the ticks armed by the call (key -> true), and the
+-- earliest due time of an occurrence it created.
+local function wakeOf(call, channel)
+  local wake = call.wakes[channel]
+  if not wake then
+    wake = { ticks = {}, anyTick = false, earliest = nil }
+    call.wakes[channel] = wake
+  end
+  return wake
+end
+
+-- At most one message per channel for all the steps of a call: the earliest
+-- of the first tick, if the call armed it (consumers whose slots are all busy
+-- sleep until a slot frees or a wake, and a tick needs no slot), and the
+-- earliest occurrence created, if nothing was due before it.
+local function publishSeriesWakes(K, call)
+  for channel, wake in pairs(call.wakes) do
+    local at = nil
+    if wake.anyTick then
+      local first = redis.call('ZRANGE', K[6], 0, 0, 'WITHSCORES')
+      if first[1] and wake.ticks[first[1]] then at = tonumber(first[2]) end
+    end
+    if wake.earliest then
+      local first = redis.call('ZRANGE', K[1], 0, 0, 'WITHSCORES')
+      if first[2] and tonumber(first[2]) >= wake.earliest and (not at or wake.earliest < at) then at = wake.earliest end
+    end
+    if at then redis.call('PUBLISH', channel, string.format('%d', at)) end
+  end
+end
+
+local function seriesStep(K, A, now, call)
   local key = A[1]
 
   local envelope = redis.call('HGET', K[2], key)
@@ -29,7 +71,10 @@ local function seriesStep(K, A, now, micros)
     redis.call('HDEL', K[8], key)
     redis.call('ZREM', K[9], key)
     -- The last schedule gone: no index left behind (a listing builds it again from ticks and active).
-    if redis.call('ZCARD', K[9]) <= 1 then redis.call('DEL', K[9]) end
+    if redis.call('ZCARD', K[9]) <= 1 then
+      redis.call('DEL', K[9])
+      call.indexed = false
+    end
   end
 
   local count = tonumber(A[9])
@@ -93,11 +138,15 @@ local function seriesStep(K, A, now, micros)
   for n = 0, count - 1 do
     local base = 10 + n * 4
     local member = A[base]
-    if refused or redis.call('HEXISTS', K[2], member) == 1 then
+    local dueAt = nil
+    if not refused then
+      dueAt = dueOf(A[base + 1], A[base + 2])
+      -- Written only if the key is free: a key already armed is skipped (its token stays unused).
+      if redis.call('HSETNX', K[2], member, call.mint() .. '|1|' .. b36(dueAt) .. '|' .. A[base + 3]) == 0 then dueAt = nil end
+    end
+    if not dueAt then
       skipped[#skipped + 1] = member
     else
-      local dueAt = dueOf(A[base + 1], A[base + 2])
-      redis.call('HSET', K[2], member, mintToken(K[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. A[base + 3])
       redis.call('ZADD', K[1], dueAt, member)
       if not earliest or dueAt < earliest then earliest = dueAt end
       created[#created + 1] = member
@@ -117,15 +166,16 @@ local function seriesStep(K, A, now, micros)
     if nextKind ~= 'keep' then
       local dueAt = dueOf(nextKind, nextMs)
       nextDueAt = dueAt
-      redis.call('HSET', K[2], key, mintToken(K[4], micros) .. '|1|' .. b36(dueAt) .. '|' .. nextPayload)
+      redis.call('HSET', K[2], key, call.mint() .. '|1|' .. b36(dueAt) .. '|' .. nextPayload)
       -- A run of the tick still going loses its lease; its ack will not match the new token.
       redis.call('ZREM', K[3], key)
       redis.call('ZADD', K[6], dueAt, key)
       -- Kept only once a listing of this shard built it: a topic never listed stores no index.
-      if redis.call('EXISTS', K[9]) == 1 then redis.call('ZADD', K[9], 0, key) end
-      -- Consumers whose slots are all busy sleep until a slot frees or a wake: a tick needs no slot, so tell them.
-      local firstTick = redis.call('ZRANGE', K[6], 0, 0)
-      if firstTick[1] == key then redis.call('PUBLISH', A[8], string.format('%d', dueAt)) end
+      if call.indexed == nil then call.indexed = redis.call('EXISTS', K[9]) == 1 end
+      if call.indexed then redis.call('ZADD', K[9], 0, key) end
+      local wake = wakeOf(call, A[8])
+      wake.ticks[key] = true
+      wake.anyTick = true
     end
     -- Only while occurrences may be live: a schedule between them costs no field.
     if #alive > 0 then
@@ -136,8 +186,8 @@ local function seriesStep(K, A, now, micros)
   end
 
   if earliest then
-    local first = redis.call('ZRANGE', K[1], 0, 0, 'WITHSCORES')
-    if first[2] and tonumber(first[2]) >= earliest then redis.call('PUBLISH', A[8], string.format('%d', earliest)) end
+    local wake = wakeOf(call, A[8])
+    if not wake.earliest or earliest < wake.earliest then wake.earliest = earliest end
   end
 
   if not refused then blocker, blockerState, blockerDue, blockerAttempt = '', '', 0, 0 end
