@@ -25,6 +25,8 @@ are reserved together, and at most one wake is published for them all.
 --@include clock
 --@include encoding
 --@include token-batch
+--@include chunks
+--@include cached-store
 --@include series-run
 --@include series-step
 local now, micros = serverTime()
@@ -40,5 +42,5 @@ end
 local call = seriesCall(KEYS, micros, steps)
 local replies = {}
 for n, args in ipairs(steps) do replies[n] = seriesStep(KEYS, args, now, call) end
-publishSeriesWakes(KEYS, call)
+finishSeriesCall(KEYS, call)
 return replies

@@ -61,10 +61,12 @@ Time is the Redis server's (TIME).
 --@include clock
 --@include encoding
 --@include token-batch
+--@include chunks
+--@include cached-store
 --@include series-run
 --@include series-step
 local now, micros = serverTime()
 local call = seriesCall(KEYS, micros, {ARGV})
 local reply = seriesStep(KEYS, ARGV, now, call)
-publishSeriesWakes(KEYS, call)
+finishSeriesCall(KEYS, call)
 return reply

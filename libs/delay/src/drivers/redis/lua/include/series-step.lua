@@ -2,16 +2,54 @@
 -- it: K its nine keys and A its arguments, laid out as that script's KEYS and
 -- ARGV; now the script's reading of TIME; call what the steps of one script
 -- call share (seriesCall). Returns that script's reply. Needs the clock,
--- encoding, token-batch and series-run includes before it.
+-- encoding, token-batch, chunks, cached-store and series-run includes before it.
 
 -- What the steps of one script call share: their tokens, reserved together
--- (tokenRange, at most one per occurrence and one for the tick of each step),
--- whether the listing index exists, and the wakes to publish once the steps
--- are made (publishSeriesWakes). `steps` holds each step's ARGV.
+-- (tokenRange, at most one per occurrence and one for the tick of each step);
+-- the keys they read and write, as cached stores (cached-store.lua: the
+-- fields the steps name read with one command per key before the first step,
+-- the writes sent once they are all made); whether the listing index exists;
+-- and the wakes to publish then. `steps` holds each step's ARGV. End the call
+-- with finishSeriesCall.
 local function seriesCall(K, micros, steps)
   local tokens = 0
-  for _, A in ipairs(steps) do tokens = tokens + tonumber(A[9]) + 1 end
-  return { mint = tokenRange(K[4], micros, tokens), indexed = nil, wakes = {} }
+  local keys, tokenKeys, occurrences, graced = {}, {}, {}, {}
+  for _, A in ipairs(steps) do
+    local count = tonumber(A[9])
+    tokens = tokens + count + 1
+    keys[#keys + 1] = A[1]
+    if A[2] == 'token' then tokenKeys[#tokenKeys + 1] = A[1] end
+    for n = 0, count - 1 do occurrences[#occurrences + 1] = A[10 + n * 4] end
+    if tonumber(A[10 + count * 4] or '0') > 0 then graced[#graced + 1] = A[1] end
+  end
+  local call = {
+    mint = tokenRange(K[4], micros, tokens),
+    indexed = nil,
+    wakes = {},
+    due = cachedStore(K[1], true),
+    env = cachedStore(K[2], false),
+    active = cachedStore(K[3], true),
+    series = cachedStore(K[5], false),
+    ticks = cachedStore(K[6], true),
+    runs = cachedStore(K[7], false),
+    declared = cachedStore(K[8], false),
+  }
+  call.series.prefetch(keys)
+  -- The previous occurrences each series lists: read with the rest.
+  local listed = {}
+  for _, key in ipairs(keys) do
+    local members = call.series.get(key)
+    if members then
+      for member in string.gmatch(members, '[^\31]+') do listed[#listed + 1] = member end
+    end
+  end
+  for _, member in ipairs(occurrences) do keys[#keys + 1] = member end
+  for _, member in ipairs(listed) do keys[#keys + 1] = member end
+  call.env.prefetch(keys)
+  for _, member in ipairs(listed) do tokenKeys[#tokenKeys + 1] = member end
+  call.active.prefetch(tokenKeys)
+  call.declared.prefetch(graced)
+  return call
 end
 
 -- The wake of one channel: the ticks armed by the call (key -> true), and the
@@ -25,11 +63,13 @@ local function wakeOf(call, channel)
   return wake
 end
 
--- At most one message per channel for all the steps of a call: the earliest
--- of the first tick, if the call armed it (consumers whose slots are all busy
--- sleep until a slot frees or a wake, and a tick needs no slot), and the
--- earliest occurrence created, if nothing was due before it.
-local function publishSeriesWakes(K, call)
+-- Sends the writes of the call's steps, then at most one message per channel
+-- for them all: the earliest of the first tick, if the call armed it
+-- (consumers whose slots are all busy sleep until a slot frees or a wake, and
+-- a tick needs no slot), and the earliest occurrence created, if nothing was
+-- due before it.
+local function finishSeriesCall(K, call)
+  for _, store in ipairs({call.env, call.due, call.active, call.series, call.ticks, call.runs, call.declared}) do store.flush() end
   for channel, wake in pairs(call.wakes) do
     local at = nil
     if wake.anyTick then
@@ -47,28 +87,28 @@ end
 local function seriesStep(K, A, now, call)
   local key = A[1]
 
-  local envelope = redis.call('HGET', K[2], key)
+  local envelope = call.env.get(key)
   if A[2] == 'absent' then
     if envelope then return {0} end
-    redis.call('HDEL', K[7], key)
+    call.runs.remove(key)
   else
     if not envelope then return {0} end
     local token, payload = string.match(envelope, '^([^|]*)|[^|]*|[^|]*|(.*)$')
     if A[2] == 'token' then
-      if token ~= A[3] or not redis.call('ZSCORE', K[3], key) then return {0} end
+      if token ~= A[3] or not call.active.get(key) then return {0} end
     elseif payload ~= A[3] then
       return {0}
     end
   end
 
   local function removeSeries()
-    redis.call('HDEL', K[2], key)
-    redis.call('ZREM', K[1], key)
-    redis.call('ZREM', K[3], key)
-    redis.call('HDEL', K[5], key)
-    redis.call('ZREM', K[6], key)
-    redis.call('HDEL', K[7], key)
-    redis.call('HDEL', K[8], key)
+    call.env.remove(key)
+    call.due.remove(key)
+    call.active.remove(key)
+    call.series.remove(key)
+    call.ticks.remove(key)
+    call.runs.remove(key)
+    call.declared.remove(key)
     redis.call('ZREM', K[9], key)
     -- The last schedule gone: no index left behind (a listing builds it again from ticks and active).
     if redis.call('ZCARD', K[9]) <= 1 then
@@ -80,9 +120,9 @@ local function seriesStep(K, A, now, call)
   local count = tonumber(A[9])
   local grace = tonumber(A[10 + count * 4] or '0')
   if grace > 0 then
-    local mark = tonumber(redis.call('HGET', K[8], key) or '')
+    local mark = tonumber(call.declared.get(key) or '')
     if not mark then
-      redis.call('HSET', K[8], key, string.format('%d', now + grace))
+      call.declared.set(key, string.format('%d', now + grace))
     elseif mark < now then
       removeSeries()
       return {2}
@@ -98,13 +138,13 @@ local function seriesStep(K, A, now, call)
   local alive = {}
   -- The one a refusal names: the first running, else the latest waiting.
   local blocker, blockerState, blockerDue, blockerAttempt = '', '', 0, 0
-  local listed = redis.call('HGET', K[5], key)
+  local listed = call.series.get(key)
   if listed and listed ~= '' then
     for member in string.gmatch(listed, '[^\31]+') do
-      local held = redis.call('HGET', K[2], member)
+      local held = call.env.get(member)
       if held then
         alive[#alive + 1] = member
-        local state = redis.call('ZSCORE', K[3], member) and 'running' or 'waiting'
+        local state = call.active.get(member) and 'running' or 'waiting'
         if blocker == '' or blockerState == 'waiting' then
           local _, attempt, dueAt = string.match(held, '^([^|]*)|([^|]*)|([^|]*)|')
           blocker, blockerState, blockerDue, blockerAttempt = member, state, tonumber(dueAt, 36), tonumber(attempt)
@@ -120,9 +160,9 @@ local function seriesStep(K, A, now, call)
   local cancelled = {}
   if count > 0 and overlap == 'cancelPrevious' then
     for _, member in ipairs(alive) do
-      redis.call('HDEL', K[2], member)
-      redis.call('ZREM', K[1], member)
-      redis.call('ZREM', K[3], member)
+      call.env.remove(member)
+      call.due.remove(member)
+      call.active.remove(member)
       cancelled[#cancelled + 1] = member
     end
     alive = {}
@@ -138,23 +178,21 @@ local function seriesStep(K, A, now, call)
   for n = 0, count - 1 do
     local base = 10 + n * 4
     local member = A[base]
-    local dueAt = nil
-    if not refused then
-      dueAt = dueOf(A[base + 1], A[base + 2])
-      -- Written only if the key is free: a key already armed is skipped (its token stays unused).
-      if redis.call('HSETNX', K[2], member, call.mint() .. '|1|' .. b36(dueAt) .. '|' .. A[base + 3]) == 0 then dueAt = nil end
-    end
-    if not dueAt then
+    if refused or call.env.get(member) then
       skipped[#skipped + 1] = member
     else
-      redis.call('ZADD', K[1], dueAt, member)
+      local dueAt = dueOf(A[base + 1], A[base + 2])
+      call.env.set(member, call.mint() .. '|1|' .. b36(dueAt) .. '|' .. A[base + 3])
+      call.due.set(member, dueAt)
       if not earliest or dueAt < earliest then earliest = dueAt end
       created[#created + 1] = member
       alive[#alive + 1] = member
     end
   end
   if refused and #skipped > 0 then
-    recordSeriesRun(K[7], skipped[#skipped] .. '\31' .. blockerState .. '\31' .. string.format('%d', blockerDue) .. '\31' .. blockerAttempt .. '\31' .. blocker, 'skipped', '', 0, now)
+    local entry = {}
+    seriesRunEntry(entry, skipped[#skipped] .. '\31' .. blockerState .. '\31' .. string.format('%d', blockerDue) .. '\31' .. blockerAttempt .. '\31' .. blocker, 'skipped', '', 0, now)
+    if #entry > 0 then call.runs.set(entry[1], entry[2]) end
   end
 
   local nextKind, nextMs, nextPayload = A[5], A[6], A[7]
@@ -166,10 +204,10 @@ local function seriesStep(K, A, now, call)
     if nextKind ~= 'keep' then
       local dueAt = dueOf(nextKind, nextMs)
       nextDueAt = dueAt
-      redis.call('HSET', K[2], key, call.mint() .. '|1|' .. b36(dueAt) .. '|' .. nextPayload)
+      call.env.set(key, call.mint() .. '|1|' .. b36(dueAt) .. '|' .. nextPayload)
       -- A run of the tick still going loses its lease; its ack will not match the new token.
-      redis.call('ZREM', K[3], key)
-      redis.call('ZADD', K[6], dueAt, key)
+      call.active.remove(key)
+      call.ticks.set(key, dueAt)
       -- Kept only once a listing of this shard built it: a topic never listed stores no index.
       if call.indexed == nil then call.indexed = redis.call('EXISTS', K[9]) == 1 end
       if call.indexed then redis.call('ZADD', K[9], 0, key) end
@@ -179,9 +217,9 @@ local function seriesStep(K, A, now, call)
     end
     -- Only while occurrences may be live: a schedule between them costs no field.
     if #alive > 0 then
-      redis.call('HSET', K[5], key, table.concat(alive, '\31'))
+      call.series.set(key, table.concat(alive, '\31'))
     elseif listed then
-      redis.call('HDEL', K[5], key)
+      call.series.remove(key)
     end
   end
 
