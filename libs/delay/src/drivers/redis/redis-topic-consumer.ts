@@ -190,13 +190,21 @@ export class RedisTopicConsumer {
     this.clockSkew.value = now - Date.now();
     let claimed = 0;
     let ticks = 0;
+    // A recurring tick taken besides the limit holds no handler slot.
+    for (let n = 3; n < reply.length; n += 3) {
+      if (String(reply[n + 2]) === TICK_MARK) ticks++;
+      else claimed++;
+    }
+    // A claim asked again returns what it took then, which may be more than this claim's slots.
+    if (claimed > limit) this.settings.budget.occupy(claimed - limit);
+    else this.settings.budget.give(limit - claimed);
+    // The next claim, when there is more to take, leaves before what this one took runs: Redis makes it
+    // while this process runs those (and their series steps follow it), instead of each waiting for the other.
+    if (!this.stopped) this.planNext(reply, now, limit, claimed, ticks);
     try {
       for (let n = 3; n < reply.length; n += 3) {
         const items = String(reply[n + 2]);
-        // A recurring tick taken besides the limit: it holds no handler slot.
         const tick = items === TICK_MARK;
-        if (tick) ticks++;
-        else claimed++;
         try {
           this.run(String(reply[n]), String(reply[n + 1]), tick ? '' : items, now, tick);
         } catch (error) {
@@ -207,18 +215,17 @@ export class RedisTopicConsumer {
       }
     } finally {
       this.inFlight.leave();
-      // A claim asked again returns what it took then, which may be more than this claim's slots.
-      if (claimed > limit) this.settings.budget.occupy(claimed - limit);
-      else this.settings.budget.give(limit - claimed);
     }
-    if (this.stopped) return;
+  }
 
+  /** After a claim's reply: claims again now if it could not take all that is due, else sleeps until the next due time or wake. */
+  private planNext(reply: ReadonlyArray<string | number>, now: number, limit: number, claimed: number, ticks: number): void {
     const next = Number(reply[1]);
     const nextTick = Number(reply[2]);
     const nextAt = Math.min(next < 0 ? Infinity : next, this.wakeDuringClaim);
     this.backlog = (limit > 0 && claimed === limit) || (limit <= 0 && nextAt <= now);
     if (this.claimAgain || (this.backlog && this.settings.budget.hasRoom) || ticks === TICKS_PER_CLAIM) {
-      this.queueClaim();
+      void this.claim();
     } else if (this.backlog) {
       this.settings.budget.waitForRoom(this.wakeForRoom);
       // Ticks take no slot: the next one is claimed on time even while every slot is busy.

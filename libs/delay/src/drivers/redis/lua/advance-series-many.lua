@@ -19,21 +19,28 @@ ARGV[1] how many steps follow, then per step: how many arguments it has,
         then those arguments, laid out as advance-series.lua's ARGV
 
 Returns one reply per step, in order, each as advance-series.lua returns it.
-Time is the Redis server's (TIME), read once for all the steps.
+Time is the Redis server's (TIME), read once for all the steps; their tokens
+are reserved together, and at most one wake is published for them all.
 ]]
 --@include clock
 --@include encoding
---@include token
+--@include token-batch
+--@include chunks
+--@include cached-store
 --@include series-run
 --@include series-step
 local now, micros = serverTime()
-local replies = {}
+local steps = {}
 local at = 2
 for n = 1, tonumber(ARGV[1]) do
   local size = tonumber(ARGV[at])
   local args = {}
   for i = 1, size do args[i] = ARGV[at + i] end
   at = at + size + 1
-  replies[n] = seriesStep(KEYS, args, now, micros)
+  steps[n] = args
 end
+local call = seriesCall(KEYS, micros, steps)
+local replies = {}
+for n, args in ipairs(steps) do replies[n] = seriesStep(KEYS, args, now, call) end
+finishSeriesCall(KEYS, call)
 return replies

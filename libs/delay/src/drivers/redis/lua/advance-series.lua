@@ -60,8 +60,13 @@ Time is the Redis server's (TIME).
 ]]
 --@include clock
 --@include encoding
---@include token
+--@include token-batch
+--@include chunks
+--@include cached-store
 --@include series-run
 --@include series-step
 local now, micros = serverTime()
-return seriesStep(KEYS, ARGV, now, micros)
+local call = seriesCall(KEYS, micros, {ARGV})
+local reply = seriesStep(KEYS, ARGV, now, call)
+finishSeriesCall(KEYS, call)
+return reply

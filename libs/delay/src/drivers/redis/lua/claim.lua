@@ -40,24 +40,42 @@ Returns {now, next, nextTick, member1, envelope1, items1, member2, ...}
 --@include clock
 --@include encoding
 --@include token
+--@include token-batch
+--@include chunks
 --@include tick
-local now = serverNow()
+local now, micros = serverTime()
 local limit = tonumber(ARGV[1])
 local leaseUntil = now + tonumber(ARGV[2])
 local itemsPrefix = ARGV[3]
 
+-- Writes go out together, one command each for all the members (chunks.lua).
+local leases = {}
+local record = {}
+
 local hasTicks = redis.call('EXISTS', KEYS[8]) == 1
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 100)
-for _, member in ipairs(expired) do
-  redis.call('ZREM', KEYS[3], member)
-  local envelope = redis.call('HGET', KEYS[2], member)
-  if envelope then
-    local old, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-    local token = mintToken(KEYS[4]) .. traceOf(old)
-    redis.call('HSET', KEYS[2], member, token .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload)
-    local waiting = waitingSetOf(envelope, KEYS[1], KEYS[8])
-    redis.call('ZADD', waiting, now, member)
-    if waiting == KEYS[8] then hasTicks = true end
+if #expired > 0 then
+  callInChunks('ZREM', KEYS[3], expired)
+  local envelopes = callInChunks('HMGET', KEYS[2], expired)
+  local mint = tokenRange(KEYS[4], micros, #expired)
+  local rearmed, dueAgain, ticksAgain = {}, {}, {}
+  for n, member in ipairs(expired) do
+    local envelope = envelopes[n]
+    if envelope then
+      local old, attempt, dueAt, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+      rearmed[#rearmed + 1] = member
+      rearmed[#rearmed + 1] = mint() .. traceOf(old) .. '|' .. (tonumber(attempt) + 1) .. '|' .. dueAt .. '|' .. payload
+      local waiting = dueAgain
+      if isTick(envelope) then waiting = ticksAgain end
+      waiting[#waiting + 1] = now
+      waiting[#waiting + 1] = member
+    end
+  end
+  if #rearmed > 0 then callInChunks('HSET', KEYS[2], rearmed) end
+  if #dueAgain > 0 then callInChunks('ZADD', KEYS[1], dueAgain) end
+  if #ticksAgain > 0 then
+    callInChunks('ZADD', KEYS[8], ticksAgain)
+    hasTicks = true
   end
 end
 
@@ -69,7 +87,8 @@ local function hand(member, envelope, tick)
   local items = ''
   if tick then items = '\30'
   elseif string.match(envelope, '^[^|]*|[^|]*|[^|]*|#') then items = redis.call('GET', itemsPrefix .. member) or '' end
-  redis.call('ZADD', KEYS[3], leaseUntil, member)
+  leases[#leases + 1] = leaseUntil
+  leases[#leases + 1] = member
   result[#result + 1] = member
   result[#result + 1] = envelope
   result[#result + 1] = items
@@ -90,40 +109,52 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
 elseif not paused then
   local due = {}
   if limit > 0 then due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit) end
-  for _, member in ipairs(due) do
-    redis.call('ZREM', KEYS[1], member)
-    local envelope = redis.call('HGET', KEYS[2], member)
-    if envelope then
-      local token, _, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-      if string.sub(payload, 1, 1) == '#' then
-        local sep = string.find(member, '\31', 1, true)
-        if sep then
-          redis.call('SREM', itemsPrefix .. '\31' .. string.sub(member, 1, sep - 1), member)
-        else
-          local sealed = member .. '\31' .. string.format('%016d', tokenNumber(token))
-          redis.call('HDEL', KEYS[2], member)
-          redis.call('HSET', KEYS[2], sealed, envelope)
-          redis.call('RENAME', itemsPrefix .. member, itemsPrefix .. sealed)
-          member = sealed
+  if #due > 0 then
+    callInChunks('ZREM', KEYS[1], due)
+    local envelopes = callInChunks('HMGET', KEYS[2], due)
+    for n, member in ipairs(due) do
+      local envelope = envelopes[n]
+      if envelope then
+        local token, _, _, payload = string.match(envelope, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+        if string.sub(payload, 1, 1) == '#' then
+          local sep = string.find(member, '\31', 1, true)
+          if sep then
+            redis.call('SREM', itemsPrefix .. '\31' .. string.sub(member, 1, sep - 1), member)
+          else
+            local sealed = member .. '\31' .. string.format('%016d', tokenNumber(token))
+            redis.call('HDEL', KEYS[2], member)
+            redis.call('HSET', KEYS[2], sealed, envelope)
+            redis.call('RENAME', itemsPrefix .. member, itemsPrefix .. sealed)
+            member = sealed
+          end
         end
+        hand(member, envelope)
+        record[#record + 1] = member
+        record[#record + 1] = token
       end
-      hand(member, envelope)
-      redis.call('RPUSH', KEYS[5], member, token)
     end
   end
   if hasTicks then
-    for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))) do
-      redis.call('ZREM', KEYS[8], member)
-      local envelope = redis.call('HGET', KEYS[2], member)
-      -- Only a tick still: an action scheduled by hand over a tick's key leaves its entry here.
-      if envelope and isTick(envelope) then
-        hand(member, envelope, true)
-        redis.call('RPUSH', KEYS[5], member, string.match(envelope, '^([^|]*)|'))
+    local ticks = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
+    if #ticks > 0 then
+      callInChunks('ZREM', KEYS[8], ticks)
+      -- Read after the due ones were sealed: a key in both sets sees what its turn alone would.
+      local envelopes = callInChunks('HMGET', KEYS[2], ticks)
+      for n, member in ipairs(ticks) do
+        local envelope = envelopes[n]
+        -- Only a tick still: an action scheduled by hand over a tick's key leaves its entry here.
+        if envelope and isTick(envelope) then
+          hand(member, envelope, true)
+          record[#record + 1] = member
+          record[#record + 1] = string.match(envelope, '^([^|]*)|')
+        end
       end
     end
   end
+  if #record > 0 then callInChunks('RPUSH', KEYS[5], record) end
   if #result > 3 then redis.call('PEXPIRE', KEYS[5], tonumber(ARGV[2])) end
 end
+if #leases > 0 then callInChunks('ZADD', KEYS[3], leases) end
 
 local nextDue = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local nextLease = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')

@@ -14,24 +14,38 @@ ARGV[2], ARGV[3], ...: member (the key, or a closed batch's id), token of the
 Returns how many runs were acked.
 ]]
 --@include clock
+--@include chunks
 --@include series-run
+local members = {}
+for i = 2, #ARGV, 3 do members[#members + 1] = ARGV[i] end
+local envelopes = callInChunks('HMGET', KEYS[1], members)
+-- Writes go out together, one command each for all the runs (chunks.lua).
+local removed, batches, runs = {}, {}, {}
+-- A member acked twice in one call: the second finds it gone, as a second call would.
+local gone = {}
 local acked = 0
 local now = nil
-for i = 2, #ARGV, 3 do
-  local member = ARGV[i]
-  local envelope = redis.call('HGET', KEYS[1], member)
-  if envelope then
+for n, member in ipairs(members) do
+  local envelope = envelopes[n]
+  if envelope and not gone[member] then
     local token, attempt, payload = string.match(envelope, '^([^|]*)|([^|]*)|[^|]*|(.*)$')
-    if token == ARGV[i + 1] then
-      redis.call('HDEL', KEYS[1], member)
-      redis.call('ZREM', KEYS[2], member)
-      if string.sub(payload, 1, 1) == '#' then redis.call('DEL', ARGV[1] .. member) end
-      if ARGV[i + 2] ~= '' then
+    local base = 2 + (n - 1) * 3
+    if token == ARGV[base + 1] then
+      gone[member] = true
+      removed[#removed + 1] = member
+      if string.sub(payload, 1, 1) == '#' then batches[#batches + 1] = ARGV[1] .. member end
+      if ARGV[base + 2] ~= '' then
         now = now or serverNow()
-        recordSeriesRun(KEYS[3], member, 'succeeded', ARGV[i + 2], attempt, now)
+        seriesRunEntry(runs, member, 'succeeded', ARGV[base + 2], attempt, now)
       end
       acked = acked + 1
     end
   end
 end
+if #removed > 0 then
+  callInChunks('HDEL', KEYS[1], removed)
+  callInChunks('ZREM', KEYS[2], removed)
+end
+for first = 1, #batches, 1000 do redis.call('DEL', unpack(batches, first, math.min(first + 999, #batches))) end
+if #runs > 0 then callInChunks('HSET', KEYS[3], runs) end
 return acked

@@ -40,6 +40,7 @@ own (ZSCORE).
 --@include clock
 --@include encoding
 --@include token-batch
+--@include chunks
 local now, micros = serverTime()
 local maxPast = tonumber(ARGV[1])
 local horizon = tonumber(ARGV[2])
@@ -47,20 +48,6 @@ local each = ARGV[5] == 'each'
 local stride = 5
 if each then stride = 6 end
 local entries = (#ARGV - 5) / stride
-
--- Calls `command` on `key` with `args`, 1,000 at a time (Lua's unpack passes a
--- bounded number of values); returns the replies of a command that answers
--- with a list (HMGET), joined in order.
-local function callInChunks(command, key, args)
-  local replies = {}
-  for first = 1, #args, 1000 do
-    local reply = redis.call(command, key, unpack(args, first, math.min(first + 999, #args)))
-    if type(reply) == 'table' then
-      for n = 1, #reply do replies[#replies + 1] = reply[n] end
-    end
-  end
-  return replies
-end
 
 local dues = {}
 local keys = {}
