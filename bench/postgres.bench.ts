@@ -841,9 +841,9 @@ async function explainAlongDrain(bench: Bench, claim: string): Promise<string[]>
         await client.query('SET auto_explain.log_min_duration = -1');
         out.push(`claim #${n + 1}:`, ...plans.flatMap((plan) => plan.split('\n').map((line) => `    ${line}`)), '');
       }
-      // One row (migration 6): what it took is an array per action, [member, key, token, attempt, due_at, ...].
-      const took = (rows[0]?.taken ?? []) as unknown[][];
-      taken = took.map((entry) => ({ member: entry[0], token: entry[2], due_at: entry[4] }));
+      // One row (migration 6): what it took is an array per column, [members, keys, tokens, attempts, due_ats, ...].
+      const columns = (rows[0]?.taken ?? null) as unknown[][] | null;
+      taken = columns === null ? [] : columns[0].map((member, n) => ({ member, token: columns[2][n], due_at: columns[4][n] }));
     }
     const seconds = (performance.now() - startedAt) / 1000;
     const sorted = Float64Array.from(times).sort();

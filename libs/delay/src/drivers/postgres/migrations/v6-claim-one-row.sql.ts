@@ -3,7 +3,7 @@
  * `claim` does, in the same steps, under the same locks and turns, writing
  * the same rows, but
  * - it answers with one row: the head, and what it took as one JSON array
- *   (one array per action), where `claim` answered with a head row and one
+ *   (an array per column), where `claim` answered with a head row and one
  *   row per action;
  * - the topic's turn is first asked for without waiting (`SKIP LOCKED`):
  *   only a claim that finds the turn taken enters the block that waits for
@@ -16,9 +16,9 @@
 export const MIGRATION_6_SQL = String.raw`
 -- claim_taken: the parameters and steps of claim (migration 1; see its
 -- comment). The reply is one row: the head's columns, then taken, a JSON
--- array with one array per action taken, in claim order:
--- [member, key, token, attempt, due_at, payload, batch, items, trace, tick]
--- (null when it took nothing).
+-- array of the columns of the actions taken, each an array in claim order:
+-- [members, keys, tokens, attempts, due_ats, payloads, batches, items,
+-- traces, ticks] (null when it took nothing).
 CREATE FUNCTION __schema__.claim_taken(
   p_topic text, p_limit integer, p_lease bigint, p_claim_id text, p_ticks integer, p_resume bigint, p_resume_member text,
   p_done_members text[], p_done_tokens bigint[], p_finished text[], p_turn_wait bigint, p_take_back boolean
@@ -148,7 +148,10 @@ BEGIN
         (SELECT count(*) FROM (SELECT 1 FROM __schema__.actions t WHERE t.topic = p_topic AND t.tick AND t.due_at <= v_now
            AND t.token NOT IN (SELECT n.token FROM running_ticks n) ORDER BY t.due_at, t.member LIMIT p_ticks + 1) d) > (SELECT count(*) FROM ticked) AS more_ticks,
         (SELECT ARRAY[p.due_at::text, p.member] FROM picked p ORDER BY p.due_at DESC, p.member DESC LIMIT 1) AS last_picked,
-        (SELECT json_agg(json_build_array(c.member, c.key, c.token, c.attempt, c.due_at, c.payload, c.batch, c.items, c.trace, c.tick))
+        -- One JSON array per column: json_agg works out how to write its type once, where json_build_array per row
+        -- did it for every value (0.15 ms more per claim of 100).
+        (SELECT CASE WHEN count(*) > 0 THEN json_build_array(json_agg(c.member), json_agg(c.key), json_agg(c.token), json_agg(c.attempt),
+           json_agg(c.due_at), json_agg(c.payload), json_agg(c.batch), json_agg(c.items), json_agg(c.trace), json_agg(c.tick)) END
          FROM claimed c) AS taken)
   SELECT h.now_ms, h.revived, h.paused, h.completed, h.finished, h.next_at, h.more_due, h.next_tick, h.more_ticks, false,
     h.last_picked[1]::bigint, h.last_picked[2], h.taken
