@@ -841,7 +841,9 @@ async function explainAlongDrain(bench: Bench, claim: string): Promise<string[]>
         await client.query('SET auto_explain.log_min_duration = -1');
         out.push(`claim #${n + 1}:`, ...plans.flatMap((plan) => plan.split('\n').map((line) => `    ${line}`)), '');
       }
-      taken = rows.filter((row) => row.member !== null);
+      // One row (migration 6): what it took is an array per column, [members, keys, tokens, attempts, due_ats, ...].
+      const columns = (rows[0]?.taken ?? null) as unknown[][] | null;
+      taken = columns === null ? [] : columns[0].map((member, n) => ({ member, token: columns[2][n], due_at: columns[4][n] }));
     }
     const seconds = (performance.now() - startedAt) / 1000;
     const sorted = Float64Array.from(times).sort();
@@ -979,7 +981,7 @@ function besideHeldTable(results: readonly BesideHeldResult[]): string {
       fmt(stats.lateness[stats.lateness.length - 1] ?? NaN),
       held ? ratio(quantile(stats.lateness, 0.99) / p99Without) : '',
       // The claim is the one statement that names the claim function (its calls: how often the consumer looked).
-      fmt(statements.find((statement) => statement.query.includes('.claim('))?.calls ?? NaN),
+      fmt(statements.find((statement) => statement.query.includes('.claim_taken('))?.calls ?? NaN),
       fmt(stats.workerCpuMicros / Math.max(1, stats.runs)),
     ]),
     [false, true, true, true, true, true, true, true, true, true],

@@ -87,7 +87,7 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     const producer = await instance(schema, server.url, false);
     for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
     proxy = await TcpFaultProxy.start(server.port);
-    const reset = proxy.resetOnReply('.claim($1::');
+    const reset = proxy.resetOnReply('.claim_taken($1::');
     await instance(schema, proxiedUrl(proxy.port), true);
     await pollUntil(() => reset.at.length === 1, 'the claim to be reset', 5_000, 10);
     // A second, healthy instance: it would take the actions over (as attempt 2, so dead) if their lease ran out first.

@@ -6,6 +6,13 @@ import { TestPostgresServer } from '../support/postgres-server';
 import { DriverUnavailableError } from '../../libs/delay/src/errors/driver-unavailable.error';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 import { postgresStatements } from '../../libs/delay/src/drivers/postgres/postgres-statements';
+import { readClaimReply } from '../../libs/delay/src/drivers/postgres/postgres-claim-reply';
+
+/** The claim's one-row reply as the rows it stood for: the head (member null), then one row per action taken. */
+function claimRows(rows: ReadonlyArray<Record<string, unknown>>): Array<Record<string, unknown>> {
+  const { head, taken } = readClaimReply(rows);
+  return [{ ...head, member: null }, ...taken];
+}
 
 const TOPIC = 'pgops.work';
 
@@ -175,7 +182,7 @@ describe('postgres: operations and migrations', () => {
           client.release();
         }
         if (pooler === 'session') {
-          expect(prepared.filter((text) => text.includes(`.claim($1::`))).toHaveLength(1);
+          expect(prepared.filter((text) => text.includes(`.claim_taken($1::`))).toHaveLength(1);
           // Something else empties the connection's prepared statements: the driver's next call on it is refused at
           // Bind (nothing ran), so it drops that connection and sends the call again on another.
           await pool.query('DEALLOCATE ALL');
@@ -267,7 +274,7 @@ describe('postgres: operations and migrations', () => {
       await pollUntil(async () => ran.length >= 200 && (await driver.count(TOPIC)) === 0, 'the drain to end with every row deleted', 30_000);
       expect(ran.length).toBe(200);
       expect(new Set(ran).size).toBe(200);
-      const claims = sent.filter((sql) => sql.includes(`${schema}.claim($1::`)).length;
+      const claims = sent.filter((sql) => sql.includes(`${schema}.claim_taken($1::`)).length;
       const completions = sent.filter((sql) => sql.includes(`${schema}.complete($1::`)).length;
       // 4 slots: at least 50 claims. The last runs' completions have no claim to ride on (and a claim may find its
       // slots still held), so a few go on their own; before, every claim's runs had a DELETE of their own (50 or more).
@@ -359,10 +366,10 @@ describe('postgres: operations and migrations', () => {
       const args = (claimId: string, turnWaitMs = 10_000): unknown[] => [TOPIC, 2, 60_000, claimId, 0, null, null, [], [], [], turnWaitMs, true];
       // The first claim runs in a transaction left open: it has taken its rows, and has not committed.
       await first.query('BEGIN');
-      const firstTook = (await first.query(sql.claim, args('first'))).rows.filter((row) => row.member !== null).map((row) => String(row.member));
+      const firstTook = claimRows((await first.query(sql.claim, args('first'))).rows).filter((row) => row.member !== null).map((row) => String(row.member));
       expect(firstTook).toEqual(['t1', 't2']);
       // A claim that cannot have its turn within its wait takes nothing and says so (busy); it is no error.
-      const [busy, ...none] = (await second.query(sql.claim, args('busy', 50))).rows;
+      const [busy, ...none] = claimRows((await second.query(sql.claim, args('busy', 50))).rows);
       expect([busy.busy, none.length]).toEqual([true, 0]);
       const secondPid = (await second.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
       const secondClaim = second.query(sql.claim, args('second'));
@@ -374,7 +381,7 @@ describe('postgres: operations and migrations', () => {
       );
       const beforeCommit = Number((await first.query(`SELECT ${schema}.clock_ms(NULL) AS now`)).rows[0].now);
       await first.query('COMMIT');
-      const secondTook = (await secondClaim).rows.filter((row) => row.member !== null).map((row) => String(row.member));
+      const secondTook = claimRows((await secondClaim).rows).filter((row) => row.member !== null).map((row) => String(row.member));
       expect(secondTook).toEqual(['t3', 't4']);
       // Its lease runs from its turn, not from when it was sent: however long it waited, it holds a whole lease.
       const [record] = await server.admin(`SELECT lease_until FROM ${schema}.runs WHERE claim_id = 'second'`, [], true);
@@ -382,6 +389,76 @@ describe('postgres: operations and migrations', () => {
     } finally {
       await first.end();
       await second.end();
+    }
+  });
+
+  it("an older instance's claim (migration 1's claim, a row per action) and claim_taken take turns on one topic: neither waits past the other's commit for nothing, and no action is taken twice", async () => {
+    const schema = fresh();
+    await seedDue(schema, ['k1', 'k2', 'k3', 'k4', 'k5']);
+    const sql = postgresStatements(schema);
+    // The statement an instance of the code before migration 6 sends.
+    const older = `SELECT * FROM ${schema}.claim($1::text, $2::int4, $3::int8, $4::text, $5::int4, $6::int8, $7::text, $8::text[], $9::int8[], $10::text[], $11::int8, $12::bool)`;
+    const args = (claimId: string, limit: number): unknown[] => [TOPIC, limit, 60_000, claimId, 0, null, null, [], [], [], 10_000, true];
+    const oldClient = new Client({ connectionString: server.url });
+    const newClient = new Client({ connectionString: server.url, statement_timeout: 10_000 });
+    await oldClient.connect();
+    await newClient.connect();
+    try {
+      // The older claim holds the topic's turn in a transaction left open.
+      await oldClient.query('BEGIN');
+      const oldTook = (await oldClient.query(older, args('old', 2))).rows.filter((row) => row.member !== null).map((row) => String(row.member));
+      expect(oldTook).toEqual(['k1', 'k2']);
+      const newPid = (await newClient.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      const newClaim = newClient.query(sql.claim, args('new', 10));
+      await pollUntil(
+        async () => (await oldClient.query(`SELECT wait_event FROM pg_stat_activity WHERE pid = $1`, [newPid])).rows[0]?.wait_event === 'transactionid',
+        'the new claim to wait for its turn',
+        5_000,
+      );
+      await oldClient.query('COMMIT');
+      const [head, ...newTook] = claimRows((await newClaim).rows);
+      expect([head.busy, newTook.map((row) => String(row.member))]).toEqual([false, ['k3', 'k4', 'k5']]);
+      // And the other way round: the new claim's runs are running for the older claim, which takes nothing.
+      const again = (await oldClient.query(older, args('old-again', 10))).rows.filter((row) => row.member !== null);
+      expect(again).toEqual([]);
+    } finally {
+      await oldClient.end();
+      await newClient.end();
+    }
+  });
+
+  it("claim_taken's one-row reply carries each action as it is stored: payloads with quotes, backslashes and any character, a payload of none, a batch's items and its re-filed member", async () => {
+    const schema = fresh();
+    const odd = 'quote " backslash \\ newline \n tab \t unit \u001f emoji \u{1F600} é';
+    await seedDue(schema, [], async (driver) => {
+      await driver.scheduleMany({
+        topic: TOPIC,
+        entries: [
+          { key: 'odd', due: { delayMs: 0 }, payload: odd, ifExists: 'replace' as const },
+          { key: 'none', due: { delayMs: 0 }, payload: undefined, ifExists: 'replace' as const },
+        ],
+        maxPastMs: 60_000,
+      });
+      await driver.collect({ topic: TOPIC, key: 'b', item: 'one "1"', windowMs: 1, maxWaitMs: undefined, slide: false, maxItems: 10 });
+      await driver.collect({ topic: TOPIC, key: 'b', item: 'two', windowMs: 1, maxWaitMs: undefined, slide: false, maxItems: 10 });
+    });
+    await server.admin(`UPDATE ${schema}.actions SET due_at = 1000`);
+    const claimer = new Client({ connectionString: server.url, statement_timeout: 10_000 });
+    await claimer.connect();
+    try {
+      const [head, ...taken] = claimRows((await claimer.query(postgresStatements(schema).claim, [TOPIC, 10, 60_000, 'c', 0, null, null, [], [], [], 1_000, true])).rows);
+      expect(head.busy).toBe(false);
+      const stored = await server.admin(`SELECT member, token FROM ${schema}.actions ORDER BY member`, [], true);
+      const byKey = new Map(taken.map((row) => [String(row.key), row]));
+      expect([...byKey.keys()].sort()).toEqual(['b', 'none', 'odd']);
+      expect(byKey.get('odd')).toMatchObject({ member: 'odd', payload: odd, batch: false, items: null, attempt: 1, due_at: 1000 });
+      expect(byKey.get('none')).toMatchObject({ member: 'none', payload: null, batch: false });
+      expect(byKey.get('b')).toMatchObject({ batch: true, items: ['one "1"', 'two'] });
+      // The batch was re-filed under its own id as it was claimed: the member the reply names is the stored one.
+      expect(String(byKey.get('b')?.member).startsWith('b\u001f')).toBe(true);
+      for (const row of taken) expect(stored).toContainEqual({ member: row.member, token: String(row.token) });
+    } finally {
+      await claimer.end();
     }
   });
 
@@ -397,7 +474,7 @@ describe('postgres: operations and migrations', () => {
     await claimer.connect();
     try {
       const claim = async (claimId: string, limit: number, resume: string | null): Promise<{ took: string[]; last: string | null }> => {
-        const [head, ...rows] = (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, resume === null ? null : 1000, resume, [], [], [], 1_000, resume === null])).rows;
+        const [head, ...rows] = claimRows((await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, resume === null ? null : 1000, resume, [], [], [], 1_000, resume === null])).rows);
         return { took: rows.map((row) => String(row.key)), last: head.last_member === null ? null : String(head.last_member) };
       };
       // The first claim takes a1, a2 and the open batch b, which it re-files under its own id (past "b" in member order).
@@ -425,7 +502,7 @@ describe('postgres: operations and migrations', () => {
     await claimer.connect();
     try {
       const claim = async (claimId: string, limit: number, ticks: number, resume: string | null, takeBack: boolean): Promise<{ head: Record<string, unknown>; took: string[] }> => {
-        const [head, ...rows] = (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, ticks, resume === null ? null : 1000, resume, [], [], [], 1_000, takeBack])).rows;
+        const [head, ...rows] = claimRows((await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, ticks, resume === null ? null : 1000, resume, [], [], [], 1_000, takeBack])).rows);
         return { head, took: rows.map((row) => String(row.member)) };
       };
       // The tick is taken, and its claim's runs row says it holds ticks.
@@ -463,7 +540,7 @@ describe('postgres: operations and migrations', () => {
     try {
       // Parameters: topic, limit, lease ms, claim id, ticks, resume point (due time, member), carried members, carried tokens, finished claims, turn wait, take back expired leases.
       const claim = async (limit: number, claimId: string, carried: ReadonlyArray<Record<string, unknown>>): Promise<Array<Record<string, unknown>>> =>
-        (await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, null, carried.map((row) => row.member), carried.map((row) => row.token), [], 1_000, true])).rows;
+        claimRows((await claimer.query(sql.claim, [TOPIC, limit, 60_000, claimId, 0, null, null, carried.map((row) => row.member), carried.map((row) => row.token), [], 1_000, true])).rows);
       const taken = [
         ...(await claim(1, 'first', [])).filter((row) => row.member !== null),
         ...(await claim(2, 'second', [])).filter((row) => row.member !== null),

@@ -230,7 +230,7 @@ describe('postgres: a database shared with other roles', () => {
     const connection = (driver as unknown as { connection: { queryPrepared: Send } }).connection;
     const send = connection.queryPrepared.bind(connection);
     connection.queryPrepared = (sql, params) => {
-      if (sql.includes('.claim(')) claims++;
+      if (sql.includes('.claim_taken(')) claims++;
       return send(sql, params);
     };
     const producer = await bareDriver(RUNTIME);

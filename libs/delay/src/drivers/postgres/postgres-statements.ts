@@ -84,7 +84,7 @@ export function postgresStatements(schema: string): PostgresStatements {
     listDead: `SELECT * FROM ${s}.list_dead($1::${text}, $2::${int}, $3::${bigint})`,
     countDead: `SELECT n FROM ${s}.count_dead($1::${text})`,
     redrive: `SELECT ${s}.redrive($1::${text}, $2::${text}) AS status`,
-    // ---- the claim (the claim function in the migrations: steps, head, turns) ----
+    // ---- the claim (the claim function in the migrations: steps, head, turns; claim_taken since migration 6) ----
     // $1 topic, $2 limit, $3 lease ms, $4 claim id, $5 ticks besides the limit, $6 and $7 the resume point (below) or
     // nulls, $8 and $9 completions carried, $10 the ids of this consumer's claims that are over, $11 how long to wait
     // for the topic's turn (ms), $12 whether to look for expired leases to take back (it reads every runs row of the
@@ -100,7 +100,8 @@ export function postgresStatements(schema: string): PostgresStatements {
     // earlier due time, held by another transaction, put back) are taken by a claim without it: the consumer
     // sends null when its last claim was not full, after a wake (a write made the topic's earliest due time
     // earlier, runs were handed back), after runs were revived, and at least once a second.
-    claim: `SELECT * FROM ${s}.claim($1::${text}, $2::${int}, $3::${bigint}, $4::${text}, $5::${int}, $6::${bigint}, $7::${text}, $8::${text}[], $9::${bigint}[], $10::${text}[], $11::${bigint}, $12::${bool})`,
+    // One row (claim_taken, migration 6): the head's columns and `taken`, what it took as a JSON array (postgres-claim-reply.ts).
+    claim: `SELECT * FROM ${s}.claim_taken($1::${text}, $2::${int}, $3::${bigint}, $4::${text}, $5::${int}, $6::${bigint}, $7::${text}, $8::${text}[], $9::${bigint}[], $10::${text}[], $11::${bigint}, $12::${bool})`,
     // ---- end the claim ----
     // Claims whose reply was lost ($2, their ids), asked again: their leases renewed ($3 ms), the actions they took that
     // still hold their token handed back, same attempt (see recover in the migrations).

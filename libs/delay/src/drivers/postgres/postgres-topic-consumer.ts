@@ -9,6 +9,7 @@ import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
 import { PostgresConnection, Row } from './postgres-connection';
 import { PostgresClaimLedger } from './postgres-claim-ledger';
+import { readClaimReply } from './postgres-claim-reply';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { AckBatch, PendingAcks } from './postgres-pending-acks';
 import { inDueOrder, int, toDelivery } from './postgres-rows';
@@ -30,13 +31,6 @@ const NOTIFIED_GAP_MIN_MS = 20;
 const NOTIFIED_GAP_MAX_MS = 250;
 /** Claims that wait this long in a row for the topic's turn make the topic unhealthy (with a warning) and are logged. */
 const STALLED_AFTER_MS = 5_000;
-
-/** The claim's first row describes it (its head); the others are the actions it took. */
-function headOf(rows: readonly Row[]): Row {
-  const head = rows[0];
-  if (head?.now_ms === null || head?.now_ms === undefined) throw new DriverUnavailableError('the claim returned no head row');
-  return head;
-}
 
 /** How long to wait before trying again after `failures` failed round trips: 200 ms doubling to 2 s. */
 function retryDelay(failures: number): number {
@@ -267,7 +261,7 @@ export class PostgresTopicConsumer {
     let carried: AckBatch | undefined;
     let finished: string[] = [];
     let recoveredClaims: Array<{ id: string; until: number }> = [];
-    let rows: Row[];
+    let reply: { head: Row; taken: Row[] };
     let sentAt = 0;
     const claimId = randomBytes(8).toString('base64url');
     try {
@@ -288,7 +282,7 @@ export class PostgresTopicConsumer {
       if (resumeAt === null) this.lastFullScanAt = sentAt;
       carried = this.acks.takeForClaim();
       finished = this.claims.takeFinished();
-      rows = await this.connection.queryPrepared(this.sql.claim, [
+      const rows = await this.connection.queryPrepared(this.sql.claim, [
         topic,
         Math.max(0, limit - recoveredSlots),
         leaseMs,
@@ -304,10 +298,11 @@ export class PostgresTopicConsumer {
         // every claim but a drain's, and a drain's once a second.
         resumeAt === null,
       ]);
+      reply = readClaimReply(rows);
       this.failures = 0;
       this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
-      this.clockOffset.observe(int(headOf(rows).now_ms), sentAt);
-      this.settleCarried(carried, headOf(rows));
+      this.clockOffset.observe(int(reply.head.now_ms), sentAt);
+      this.settleCarried(carried, reply.head);
     } catch (error) {
       // Completions the claim carried are recorded on their own (deleting by token again is harmless if it did commit).
       if (carried) void this.flushAcks(carried);
@@ -327,10 +322,10 @@ export class PostgresTopicConsumer {
       return;
     }
     this.claiming = false;
-    const head = headOf(rows);
+    const { head } = reply;
+    const claimed = inDueOrder(reply.taken);
     const now = int(head.now_ms);
     this.noteTurn(head.busy === true);
-    const claimed = inDueOrder(rows.filter((row) => row.member !== null));
     // Recovered rows name their claim (a column of the recover statement); the claim's own rows are this claim's.
     for (const row of claimed) row.claim_id = claimId;
     const taken = [...recovered, ...claimed];
