@@ -72,6 +72,34 @@ describe('faults: a reply lost with its connection', () => {
     expect(lastStart - (reconnect ?? 0)).toBeLessThanOrEqual(RECOVERY_MS);
   }, 30_000);
 
+  it('claim, reply lost, then shutdown before it is asked again: what it took is handed back (attempt 1, run once elsewhere at once, none dead), not left to its lease', async () => {
+    const prefix = `lost-close-claim-stop-${process.pid}-${++prefixes}`;
+    const ledger = new FaultLedger();
+    const producer = await instance(prefix, ledger, { proxied: false, consume: false });
+    for (const key of KEYS) ledger.armed(FAULT.once, key, (await producer.delay.schedule(FAULT.once, key, { delay: 1 })).dueAt);
+    const claimsOfTopic = driverScript('claim');
+    // Every reply to a claim of the topic is lost (the worker's first claim takes all 20; asked again, it loses the
+    // answer again) until the worker is shutting down.
+    const lost = rig.proxy.dropReplies((words) => claimsOfTopic(words) && words.some((word) => word.includes(`{${FAULT.once}}`)), 1_000);
+    const worker = await instance(prefix, ledger, { proxied: true, consume: true });
+    expect(await eventually(() => lost.length >= 2, 5_000)).toBe(true);
+    const closing = within(worker.app.close(), 15_000, 'the worker app.close()');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    rig.proxy.clearRules();
+    await closing;
+    const closedAt = Date.now();
+    expect(ledger.runs).toEqual([]);
+    // A healthy instance runs them at once, as attempt 1: without the hand-back they would wait out their lease
+    // (5 s) and come back as attempt 2, which `attempts: 1` sends to the dead set without running.
+    await instance(prefix, ledger, { proxied: false, consume: true });
+    const allRan = await eventually(() => ledger.tally().lost === 0, 8_000);
+    const ranWithin = Math.max(...ledger.runs.map((run) => run.startedAt)) - closedAt;
+    const dead = await producer.delay.countDead(FAULT.once);
+    report(`lost claim reply, then shutdown: ${ledger.runs.length} runs, the last ${ranWithin} ms after the close; dead ${dead}`);
+    expect({ allRan, ...runsByKey(ledger), dead }).toEqual({ allRan: true, perKey: [1], attempts: [1], dead: 0 });
+    expect(ranWithin).toBeLessThan(4_000);
+  }, 30_000);
+
   it('complete, reply lost: the run is done within 1.5 s of the reconnect (the worker closes at once, nothing left in flight); every handler ran once, as attempt 1; none dead', async () => {
     const prefix = `lost-close-complete-${process.pid}-${++prefixes}`;
     const ledger = new FaultLedger();

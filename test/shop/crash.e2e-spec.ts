@@ -135,9 +135,13 @@ describe(`Crash (e2e): the shop process killed with -9 at random moments on the 
           }
         }
       };
+      const placedBefore = placed.size;
       const clients = Array.from({ length: CLIENTS }, () => client());
-      // A random moment: mid-transaction, between a commit and its answer, or between requests.
-      await new Promise((resolve) => setTimeout(resolve, 300 + random() * 1_200));
+      // Some orders of this round acknowledged first (counted, not timed: a busy machine answers fewer in a second),
+      // then a random moment: mid-transaction, between a commit and its answer, or between requests.
+      const roundStart = Date.now();
+      while (placed.size < placedBefore + 6 && Date.now() - roundStart < 30_000) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, random() * 1_200));
       await kill(shop);
       killed = true;
       await Promise.all(clients);

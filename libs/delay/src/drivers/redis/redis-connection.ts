@@ -215,6 +215,20 @@ export class RedisConnection {
     return this.bounded(what, this.watch.track(what, sent));
   }
 
+  /** Resolves once the client is connected and ready, or after `withinMs` (whichever comes first); never rejects. */
+  whenReady(withinMs: number): Promise<void> {
+    if (this.client.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.client.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, withinMs);
+      this.client.on('ready', done);
+    });
+  }
+
   async close(): Promise<void> {
     // Calls made before close go out before QUIT, as they would have without gathering.
     this.pendingSends();

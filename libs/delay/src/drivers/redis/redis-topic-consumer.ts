@@ -148,6 +148,31 @@ export class RedisTopicConsumer {
     if (!this.stopped) this.queueClaim();
   };
 
+  /** Whether a claim's reply was lost and the claim not asked again yet (see lostClaimPairs). */
+  get hasLostClaim(): boolean {
+    return this.claimId !== undefined && !this.claiming;
+  }
+
+  /**
+   * At shutdown, once nothing is in flight: what a claim whose reply was lost took, as member, token pairs to hand
+   * back. Its actions would otherwise wait out their lease, and then run elsewhere only as their next attempt (on the
+   * last one, go dead without running). The claim is asked once more, taking nothing new. Empty when no reply was lost.
+   */
+  async lostClaimPairs(): Promise<string[]> {
+    const claimId = this.claimId;
+    if (claimId === undefined || this.claiming) return [];
+    const { keys, leaseMs, recurring } = this.settings;
+    const reply = await this.connection.run<Array<string | number>>(
+      'claim',
+      [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks],
+      [0, recurring ? leaseMs : firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, 0],
+    );
+    this.claimId = undefined;
+    const pairs: string[] = [];
+    for (let n = 3; n < reply.length; n += 3) pairs.push(String(reply[n]), parseEnvelope(String(reply[n + 1])).token);
+    return pairs;
+  }
+
   private async claim(): Promise<void> {
     if (this.stopped) return;
     if (this.claiming) {

@@ -271,6 +271,7 @@ export class RedisDriver implements DelayDriver {
     this.subscriber?.stop();
     this.subscriber = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
+    await this.releaseLostClaims();
     if (!emptied) await this.releaseRunning();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
@@ -578,6 +579,29 @@ export class RedisDriver implements DelayDriver {
   /** Shutdown timed out: hand the runs still going back to Redis so another instance takes them now. */
   private async releaseRunning(): Promise<void> {
     const releases = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.running.size > 0).map((topicConsumer) => this.releaseShard(topicConsumer));
+    await Promise.all(releases);
+  }
+
+  /**
+   * Claims whose reply was lost (their connection closed) and that were not asked again before shutdown: what they
+   * took is handed back, due now, same attempt. The connection may still be coming back: it is given the command
+   * timeout to.
+   */
+  private async releaseLostClaims(): Promise<void> {
+    const lost = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.hasLostClaim);
+    if (lost.length === 0) return;
+    await this.connection.whenReady(this.connection.settings.commandTimeoutMs);
+    const releases = lost.map(async (topicConsumer) => {
+      const keys = topicConsumer.keys;
+      try {
+        const pairs = await topicConsumer.lostClaimPairs();
+        if (pairs.length === 0) return;
+        const released = await this.connection.run<number>('release', [keys.due, keys.env, keys.active, keys.seq, keys.ticks], [keys.wake, ...pairs]);
+        this.logger.log(`Shutdown: ${released} action(s) of ${quoteInput(topicConsumer.topic)} that a claim whose reply was lost took handed back to Redis`);
+      } catch (error) {
+        this.logger.warn(`Could not hand back what a claim whose reply was lost took (its lease will expire instead): ${describeError(error)}`);
+      }
+    });
     await Promise.all(releases);
   }
 
