@@ -121,7 +121,6 @@ export class TransactionalRun {
   }
 }
 
-
 /** `work`, or a rejection with the signal's reason as soon as it aborts: the transaction is then rolled back without waiting for the handler. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason as Error);

@@ -327,4 +327,3 @@ function lastFound(results: unknown): boolean {
   const rows = typeof last === 'object' && last !== null ? (last as { rows?: unknown }).rows : undefined;
   return Array.isArray(rows) && typeof rows[0] === 'object' && rows[0] !== null && (rows[0] as { found?: unknown }).found === true;
 }
-

@@ -161,16 +161,21 @@ export class RedisTopicConsumer {
   async lostClaimPairs(): Promise<string[]> {
     const claimId = this.claimId;
     if (claimId === undefined || this.claiming) return [];
-    const { keys, leaseMs, recurring } = this.settings;
-    const reply = await this.connection.run<Array<string | number>>(
-      'claim',
-      [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks],
-      [0, recurring ? leaseMs : firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, 0],
-    );
+    const reply = await this.runClaim(claimId, 0, 0);
     this.claimId = undefined;
     const pairs: string[] = [];
     for (let n = 3; n < reply.length; n += 3) pairs.push(String(reply[n]), parseEnvelope(String(reply[n + 1])).token);
     return pairs;
+  }
+
+  /** One call of claim.lua: up to `limit` due actions and `ticks` recurring ticks, or what claim `claimId` took if it ran. */
+  private runClaim(claimId: string, limit: number, ticks: number): Promise<Array<string | number>> {
+    const { keys, leaseMs, recurring } = this.settings;
+    return this.connection.run<Array<string | number>>(
+      'claim',
+      [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks],
+      [limit, recurring ? leaseMs : firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, ticks],
+    );
   }
 
   private async claim(): Promise<void> {
@@ -190,12 +195,7 @@ export class RedisTopicConsumer {
     let reply: Array<string | number>;
     const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
     try {
-      const { keys, leaseMs, recurring } = this.settings;
-      reply = await this.connection.run<Array<string | number>>(
-        'claim',
-        [keys.due, keys.env, keys.active, keys.seq, keys.claimPrefix + claimId, keys.claimPrefix + this.answeredClaimId, keys.paused, keys.ticks],
-        [Math.max(0, limit), recurring ? leaseMs : firstLeaseMs(leaseMs, this.connection.settings.commandTimeoutMs), keys.itemsPrefix, TICKS_PER_CLAIM],
-      );
+      reply = await this.runClaim(claimId, Math.max(0, limit), TICKS_PER_CLAIM);
       this.failures = 0;
       this.claimId = undefined;
       this.answeredClaimId = claimId;

@@ -592,11 +592,10 @@ export class RedisDriver implements DelayDriver {
     if (lost.length === 0) return;
     await this.connection.whenReady(this.connection.settings.commandTimeoutMs);
     const releases = lost.map(async (topicConsumer) => {
-      const keys = topicConsumer.keys;
       try {
         const pairs = await topicConsumer.lostClaimPairs();
         if (pairs.length === 0) return;
-        const released = await this.connection.run<number>('release', [keys.due, keys.env, keys.active, keys.seq, keys.ticks], [keys.wake, ...pairs]);
+        const released = await this.release(topicConsumer, pairs);
         this.logger.log(`Shutdown: ${released} action(s) of ${quoteInput(topicConsumer.topic)} that a claim whose reply was lost took handed back to Redis`);
       } catch (error) {
         this.logger.warn(`Could not hand back what a claim whose reply was lost took (its lease will expire instead): ${describeError(error)}`);
@@ -605,11 +604,14 @@ export class RedisDriver implements DelayDriver {
     await Promise.all(releases);
   }
 
-  private async releaseShard(topicConsumer: RedisTopicConsumer): Promise<void> {
+  /** release.lua: the runs named by member, token pairs handed back to their shard, due now, same attempt. */
+  private release(topicConsumer: RedisTopicConsumer, pairs: readonly string[]): Promise<number> {
     const keys = topicConsumer.keys;
-    const pairs = topicConsumer.memberTokenPairs();
-    const released = await this.connection
-      .run<number>('release', [keys.due, keys.env, keys.active, keys.seq, keys.ticks], [keys.wake, ...pairs])
+    return this.connection.run<number>('release', [keys.due, keys.env, keys.active, keys.seq, keys.ticks], [keys.wake, ...pairs]);
+  }
+
+  private async releaseShard(topicConsumer: RedisTopicConsumer): Promise<void> {
+    const released = await this.release(topicConsumer, topicConsumer.memberTokenPairs())
       .catch((error: unknown) => {
         this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
         return 0;
