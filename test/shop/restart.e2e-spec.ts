@@ -31,7 +31,8 @@ describe('Restart (e2e) on the redis driver: an unpaid order outlives the instan
     // real deployment does. Nothing else is shared: each app has its own
     // delay driver, Redis connections and timers.
     // Same Redis (the fixture's server), same key prefix: B sees what A scheduled.
-    const env: ShopEnv = { UNPAID_TIMEOUT: '1s', ADMIN_TOKEN: TEST_ADMIN_TOKEN, DATABASE_URL: await freshShopDatabase() };
+    // Long enough for A to stop and B to boot before the deadline on a loaded machine (a second was seen too short).
+    const env: ShopEnv = { UNPAID_TIMEOUT: '5s', ADMIN_TOKEN: TEST_ADMIN_TOKEN, DATABASE_URL: await freshShopDatabase() };
     const prefix = `shop-restart-${randomUUID()}`;
 
     const startedAt = Date.now();
@@ -42,7 +43,7 @@ describe('Restart (e2e) on the redis driver: an unpaid order outlives the instan
       .expect(201);
     const placed = body as Order;
     const dueAt = dueTime(placed.paymentDueAt, 'paymentDueAt');
-    a.time.expectDelay(placed.createdAt, dueAt, 1_000);
+    a.time.expectDelay(placed.createdAt, dueAt, 5_000);
     expect(await stockOf(a, 'green-tea')).toBe(18);
 
     await a.close();
