@@ -100,6 +100,31 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     expect(lastRun - reset.at[0]).toBeLessThanOrEqual(RECOVERY_MS);
   }, 30_000);
 
+  it('claim, reply lost, then shutdown before it is asked again: what it took is handed back (attempt 1, run once elsewhere at once, none dead), not left to its lease', async () => {
+    runs.length = 0;
+    const schema = `lost_${process.pid}_${++schemas}`;
+    const producer = await instance(schema, server.url, false);
+    for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
+    proxy = await TcpFaultProxy.start(server.port);
+    // Every claim's reply is lost until the worker has shut down (the first takes all 20; each one after asks for
+    // them again, and loses its answer again).
+    const reset = proxy.resetOnReply('.claim_taken($1::', 1_000);
+    const worker = booted.length;
+    await instance(schema, proxiedUrl(proxy.port), true);
+    await pollUntil(() => reset.at.length >= 2, 'two claims to be reset', 5_000, 10);
+    await booted.splice(worker, 1)[0].close();
+    const closedAt = Date.now();
+    expect(runs).toEqual([]);
+    // A healthy instance runs them at once, as attempt 1: without the hand-back they would wait out their lease (5 s)
+    // and come back as attempt 2, which `attempts: 1` sends to the dead set without running.
+    await instance(schema, server.url, true);
+    const outcome = await settled(producer);
+    const ranWithin = Math.max(...runs.map((run) => run.at)) - closedAt;
+    process.stdout.write(`  [postgres lost reply] claim reset, then shutdown: ${runs.length} runs, the last ${ranWithin} ms after the close\n`);
+    expect(outcome).toEqual({ perKey: [1], attempts: [1], pending: 0, dead: 0 });
+    expect(ranWithin).toBeLessThan(4_000);
+  }, 30_000);
+
   it('complete: the completion is sent again on a new connection; every handler ran once, as attempt 1; the actions are acked; none dead', async () => {
     runs.length = 0;
     const schema = `lost_${process.pid}_${++schemas}`;

@@ -201,6 +201,26 @@ export class PostgresTopicConsumer {
     }
   }
 
+  /** Whether a claim's reply was lost and the claim was not asked again yet (see takeLostClaims). */
+  get hasLostClaim(): boolean {
+    const now = Date.now();
+    return !this.claiming && this.lostClaims.some((lost) => lost.until > now);
+  }
+
+  /**
+   * At shutdown, once nothing is in flight: what claims whose reply was lost took, asked for once more (their leases
+   * renewed), as members and tokens to hand back. Without this their actions would wait out their lease, and then
+   * run elsewhere only as their next attempt (on the last one, go dead without running). Empty when no reply was lost.
+   */
+  async takeLostClaims(): Promise<{ members: string[]; tokens: string[] }> {
+    const now = Date.now();
+    const ids = this.lostClaims.filter((lost) => lost.until > now).map((lost) => lost.id);
+    if (ids.length === 0 || this.claiming) return { members: [], tokens: [] };
+    const rows = await this.connection.query(this.sql.recover, [this.settings.topic, ids, this.settings.leaseMs]);
+    this.lostClaims = [];
+    return { members: rows.map((row) => String(row.member)), tokens: rows.map((row) => String(row.token)) };
+  }
+
   /** The claims whose leases are renewed (runs going on, or outcomes being recorded), and the runs going on, whose arming is checked. */
   leases(): { claimIds: string[]; members: string[]; tokens: string[] } {
     return { claimIds: this.claims.leased, ...this.runningLeases() };

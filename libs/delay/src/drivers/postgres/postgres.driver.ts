@@ -334,6 +334,7 @@ export class PostgresDriver implements DelayDriver {
     this.listener?.stop();
     this.listener = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
+    await this.releaseLostClaims();
     if (!emptied) await this.releaseRunning();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
@@ -778,13 +779,40 @@ export class PostgresDriver implements DelayDriver {
         .map(async (topicConsumer) => {
           const { members, tokens } = topicConsumer.runningLeases();
           try {
-            const rows = await this.connection.query(this.sql.release, [topicConsumer.topic, members, tokens]);
-            this.logger.warn(`Shutdown timed out: ${int(rows[0].released)} running action(s) of "${topicConsumer.topic}" handed back`);
+            const released = await this.release(topicConsumer.topic, members, tokens);
+            this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back`);
           } catch (error) {
             this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
           }
         }),
     );
+  }
+
+  /**
+   * Claims whose reply was lost (their connection reset) and that were not asked again before shutdown: what they took
+   * is handed back, due now, same attempt, instead of waiting out their lease.
+   */
+  private async releaseLostClaims(): Promise<void> {
+    await Promise.all(
+      [...this.consumers.values()]
+        .filter((topicConsumer) => topicConsumer.hasLostClaim)
+        .map(async (topicConsumer) => {
+          try {
+            const { members, tokens } = await topicConsumer.takeLostClaims();
+            if (members.length === 0) return;
+            const released = await this.release(topicConsumer.topic, members, tokens);
+            this.logger.log(`Shutdown: ${released} action(s) of "${topicConsumer.topic}" that a claim whose reply was lost took handed back`);
+          } catch (error) {
+            this.logger.warn(`Could not hand back what a claim whose reply was lost took (its lease will expire instead): ${describeError(error)}`);
+          }
+        }),
+    );
+  }
+
+  /** The runs named by member and token handed back, due now, same attempt; how many were. */
+  private async release(topic: string, members: readonly string[], tokens: readonly string[]): Promise<number> {
+    const rows = await this.connection.query(this.sql.release, [topic, members, tokens]);
+    return int(rows[0].released);
   }
 }
 
