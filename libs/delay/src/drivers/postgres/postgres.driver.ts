@@ -34,6 +34,7 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { untilDeadline } from '../until-deadline';
 import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
 import { sqlStateOf } from '../../transactions/sql-state';
@@ -793,12 +794,14 @@ export class PostgresDriver implements DelayDriver {
    * is handed back, due now, same attempt, instead of waiting out their lease.
    */
   private async releaseLostClaims(): Promise<void> {
+    const deadline = Date.now() + this.connection.commandTimeoutMs;
     await Promise.all(
       [...this.consumers.values()]
         .filter((topicConsumer) => topicConsumer.hasLostClaim)
         .map(async (topicConsumer) => {
           try {
-            const { members, tokens } = await topicConsumer.takeLostClaims();
+            // A connection lost again meanwhile fails the ask at once: the pool opens another, until the deadline.
+            const { members, tokens } = await untilDeadline(deadline, () => topicConsumer.takeLostClaims(), () => Promise.resolve());
             if (members.length === 0) return;
             const released = await this.release(topicConsumer.topic, members, tokens);
             this.logger.log(`Shutdown: ${released} action(s) of "${topicConsumer.topic}" that a claim whose reply was lost took handed back`);

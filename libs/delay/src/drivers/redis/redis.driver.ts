@@ -24,6 +24,7 @@ import { PageRequest } from '../../interfaces/pending-action.interface';
 import { parseDuration } from '../../time/duration';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { untilDeadline } from '../until-deadline';
 import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
 import { describeError } from '../../utils/describe-error';
@@ -590,10 +591,12 @@ export class RedisDriver implements DelayDriver {
   private async releaseLostClaims(): Promise<void> {
     const lost = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.hasLostClaim);
     if (lost.length === 0) return;
+    const deadline = Date.now() + this.connection.settings.commandTimeoutMs;
     await this.connection.whenReady(this.connection.settings.commandTimeoutMs);
     const releases = lost.map(async (topicConsumer) => {
       try {
-        const pairs = await topicConsumer.lostClaimPairs();
+        // A connection that closes again meanwhile fails the ask at once: asked again once it is back, until the deadline.
+        const pairs = await untilDeadline(deadline, () => topicConsumer.lostClaimPairs(), (leftMs) => this.connection.whenReady(leftMs));
         if (pairs.length === 0) return;
         const released = await this.release(topicConsumer, pairs);
         this.logger.log(`Shutdown: ${released} action(s) of ${quoteInput(topicConsumer.topic)} that a claim whose reply was lost took handed back to Redis`);
