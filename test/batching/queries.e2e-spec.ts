@@ -59,9 +59,10 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
     expect(await delay.count(T)).toBe(0);
     expect((await delay.list(T)).total).toBe(0);
 
-    const a = await delay.collect(T, 'k1', 'a1', { window: 600 });
-    await delay.collect(T, 'k1', { a: 2 }, { window: 600 });
-    const b = await delay.collect(T, 'k2', ['b', 1], { window: 400 });
+    // Windows far longer than the case (a busy machine must not close them midway); the end runs them with runNow.
+    const a = await delay.collect(T, 'k1', 'a1', { window: '1h' });
+    await delay.collect(T, 'k1', { a: 2 }, { window: '1h' });
+    const b = await delay.collect(T, 'k2', ['b', 1], { window: '50m' });
     expect(await delay.get(T, 'k1')).toEqual({ topic: T, key: 'k1', payload: undefined, items: ['a1', { a: 2 }], size: 2, dueAt: a.dueAt, attempt: 1, state: 'waiting', paused: false });
     expect(await delay.count(T)).toBe(2);
     const listed = await delay.list(T);
@@ -78,10 +79,10 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
     recorder.react(T, 'k3', async (run) => {
       if (run.items.length === 3) await latch.released;
     });
-    for (const n of [1, 2, 3]) await delay.collect(T, 'k3', n, { window: 600, maxItems: 3 });
+    for (const n of [1, 2, 3]) await delay.collect(T, 'k3', n, { window: '1h', maxItems: 3 });
     await fixture.waitFor(() => recorder.runs.length === 1, 'the full batch starts', 400);
     expect(await delay.get(T, 'k3')).toBeNull();
-    await delay.collect(T, 'k3', 4, { window: 600, maxItems: 3 });
+    await delay.collect(T, 'k3', 4, { window: '2h', maxItems: 3 });
     expect((await delay.get(T, 'k3'))?.items).toEqual([4]);
     expect(await delay.count(T)).toBe(4);
     const all = await delay.list(T);
@@ -94,20 +95,21 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
     ]);
 
     latch.release();
-    await fixture.waitFor(async () => (await delay.count(T)) === 0, 'every batch handed over', 1_000);
-    expect(recorder.runs.map((run) => [run.key, run.items])).toEqual([
-      ['k3', [1, 2, 3]],
-      ['k2', [['b', 1]]],
-      ['k1', ['a1', { a: 2 }]],
-      ['k3', [4]],
-    ]);
+    for (const key of ['k2', 'k1', 'k3']) expect(await delay.runNow(T, key)).toBe(true);
+    await fixture.waitFor(async () => (await delay.count(T)) === 0, 'every batch handed over', 2_000);
+    // The full batch first; the others once run now (in whatever order their equal due times give).
+    expect(recorder.runs[0]).toMatchObject({ key: 'k3', items: [1, 2, 3] });
+    expect(recorder.runs.slice(1).map((run) => JSON.stringify([run.key, run.items])).sort()).toEqual(
+      [['k2', [['b', 1]]], ['k1', ['a1', { a: 2 }]], ['k3', [4]]].map((run) => JSON.stringify(run)).sort(),
+    );
   });
 
   it('lists at most the first 10 items of a batch, with its size; get shows them all', async () => {
     const { delay, recorder } = await fixture.boot();
     const items = Array.from({ length: 25 }, (_, n) => ({ n, text: 'é'.repeat(n) }));
-    for (const item of items) await delay.collect(T, 'big', item, { window: 400 });
-    await delay.collect(T, 'small', 's1', { window: 400 });
+    // A window far longer than the case: 25 calls on a busy machine must not outlast it. runNow ends it below.
+    for (const item of items) await delay.collect(T, 'big', item, { window: '1h' });
+    await delay.collect(T, 'small', 's1', { window: '2h' });
 
     const listed = await delay.list(T);
     expect(listed.items.map((batch) => [batch.key, batch.size, batch.items])).toEqual([
@@ -121,6 +123,7 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
     recorder.react(T, 'big', () => {
       throw new Error('refused');
     });
+    expect(await delay.runNow(T, 'big')).toBe(true);
     await fixture.waitFor(async () => (await delay.countDead(T)) === 1, 'the big batch dies', 2_000);
     const [dead] = (await delay.listDead(T)).items;
     expect([dead.key, dead.size, dead.items]).toEqual(['big', 25, items.slice(0, LISTED_BATCH_ITEMS)]);
