@@ -31,4 +31,6 @@ module.exports = {
   // Three test files at a time even on two cores (Jest would run one): most end-to-end tests wait on real time
   // and real processes, not on the CPU, and each keeps its assertions independent of how busy the machine is.
   maxWorkers: 3,
+  // The longest files first, also on a fresh clone where Jest has no timings yet.
+  testSequencer: '<rootDir>/test/support/slow-first.sequencer.js',
 };
