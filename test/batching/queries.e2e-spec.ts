@@ -80,7 +80,7 @@ describe.each(batchDrivers())('collect: cancel, get, list, count and events ($na
       if (run.items.length === 3) await latch.released;
     });
     for (const n of [1, 2, 3]) await delay.collect(T, 'k3', n, { window: '1h', maxItems: 3 });
-    await fixture.waitFor(() => recorder.runs.length === 1, 'the full batch starts', 400);
+    await fixture.waitFor(() => recorder.runs.length === 1, 'the full batch starts', 2_000);
     expect(await delay.get(T, 'k3')).toBeNull();
     await delay.collect(T, 'k3', 4, { window: '2h', maxItems: 3 });
     expect((await delay.get(T, 'k3'))?.items).toEqual([4]);

@@ -100,7 +100,10 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     expect(lastRun - reset.at[0]).toBeLessThanOrEqual(RECOVERY_MS);
   }, 30_000);
 
-  it('claim, reply lost, then shutdown before it is asked again: what it took is handed back (attempt 1, run once elsewhere at once, none dead), not left to its lease', async () => {
+  it.each([
+    ['', 0],
+    ['; two asks of what it took lose their reply too', 2],
+  ])('claim, reply lost, then shutdown before it is asked again%s: what it took is handed back (attempt 1, run once elsewhere at once, none dead), not left to its lease', async (_, recoverResets) => {
     runs.length = 0;
     const schema = `lost_${process.pid}_${++schemas}`;
     const producer = await instance(schema, server.url, false);
@@ -112,6 +115,9 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     const worker = booted.length;
     await instance(schema, proxiedUrl(proxy.port), true);
     await pollUntil(() => reset.at.length >= 2, 'two claims to be reset', 5_000, 10);
+    // The asks of what the lost claims took (before a claim, or at shutdown) lose their reply too, as many times.
+    const recoverReset = proxy.resetOnReply('.recover($1::', recoverResets);
+    const closing = Date.now();
     await booted.splice(worker, 1)[0].close();
     const closedAt = Date.now();
     expect(runs).toEqual([]);
@@ -120,9 +126,14 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     await instance(schema, server.url, true);
     const outcome = await settled(producer);
     const ranWithin = Math.max(...runs.map((run) => run.at)) - closedAt;
-    process.stdout.write(`  [postgres lost reply] claim reset, then shutdown: ${runs.length} runs, the last ${ranWithin} ms after the close\n`);
+    process.stdout.write(
+      `  [postgres lost reply] claim reset, then shutdown (${recoverReset.at.length} recover(s) reset): closed in ${closedAt - closing} ms; ${runs.length} runs, the last ${ranWithin} ms after the close\n`,
+    );
     expect(outcome).toEqual({ perKey: [1], attempts: [1], pending: 0, dead: 0 });
+    expect(recoverReset.at.length).toBe(recoverResets);
     expect(ranWithin).toBeLessThan(4_000);
+    // Not the command timeout (5 s): the hand-back is asked again at once on a new connection, not after a wait.
+    expect(closedAt - closing).toBeLessThan(COMMAND_TIMEOUT_MS - 1_000);
   }, 30_000);
 
   it('complete: the completion is sent again on a new connection; every handler ran once, as attempt 1; the actions are acked; none dead', async () => {

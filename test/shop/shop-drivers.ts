@@ -22,7 +22,7 @@ import { BootedShop, bootShop, ProviderOverride, ShopEnv } from './shop-test-app
  *   its own per test, and the test waits in real time: it polls the HTTP API
  *   until the expected state (with a deadline), then checks from the
  *   timestamps the handler wrote that it ran no earlier than its due time
- *   and at most REDIS_MAX_LATE_MS after it.
+ *   and at most REAL_TIME_MAX_LATE_MS after it.
  */
 export type ShopDriver = 'wheel' | 'redis' | 'postgres';
 
@@ -59,13 +59,13 @@ export interface ShopTime {
   /**
    * Asserts that the handler that wrote `firedAt` (e.g. an order's
    * cancelledAt) ran on time for `dueAt`: exactly at it on the wheel, no
-   * earlier and at most REDIS_MAX_LATE_MS later on Redis.
+   * earlier and at most REAL_TIME_MAX_LATE_MS later on Redis and PostgreSQL.
    */
   expectOnTime(firedAt: Instant | undefined, dueAt: Instant): void;
   /**
    * Asserts that `to` is `ms` after `from`, e.g. createdAt to paymentDueAt.
    * Exact on the wheel; on Redis the due time is Redis's clock read a round
-   * trip after the shop's own, so it may be up to REDIS_ROUND_TRIP_MS more.
+   * trip after the shop's own, so it may be up to REAL_TIME_ROUND_TRIP_MS more.
    */
   expectDelay(from: Instant, to: Instant, ms: number): void;
 }
@@ -76,13 +76,13 @@ export interface ShopTime {
  * 278 ms late. What this bound must catch is a missed wake-up, which the shop's drivers only correct at their safety
  * re-check (`wakeCheck`, 10 s): a second is far below that.
  */
-const REDIS_MAX_LATE_MS = 1_000;
+const REAL_TIME_MAX_LATE_MS = 1_000;
 /** How long after a due time a Redis test keeps polling for the expected state. */
 const REDIS_POLL_DEADLINE_MS = 3_000;
 const REDIS_POLL_EVERY_MS = 10;
 const REDIS_TEST_TIMEOUT_MS = 20_000;
 /** How much longer than the delay asked for a due time may be after the time the shop noted before its call (the call's round trip, on a loaded machine). */
-const REDIS_ROUND_TRIP_MS = 500;
+const REAL_TIME_ROUND_TRIP_MS = 500;
 
 export interface DriverProfile {
   /** The shop's timeouts on this driver. */
@@ -292,14 +292,14 @@ class RealShopTime implements ShopTime {
     expect(firedAt).toBeDefined();
     const lateMs = ms(firedAt ?? NaN) - ms(dueAt);
     expect(lateMs).toBeGreaterThanOrEqual(0);
-    expect(lateMs).toBeLessThanOrEqual(REDIS_MAX_LATE_MS);
+    expect(lateMs).toBeLessThanOrEqual(REAL_TIME_MAX_LATE_MS);
     if (process.env.SHOP_E2E_TIMINGS) process.stdout.write(`  [shop ${this.driver}] ran ${lateMs} ms after its due time ${iso(dueAt)}\n`);
   }
 
   expectDelay(from: Instant, to: Instant, delayMs: number): void {
     const actual = ms(to) - ms(from);
     expect(actual).toBeGreaterThanOrEqual(delayMs);
-    expect(actual).toBeLessThanOrEqual(delayMs + REDIS_ROUND_TRIP_MS);
+    expect(actual).toBeLessThanOrEqual(delayMs + REAL_TIME_ROUND_TRIP_MS);
   }
 }
 

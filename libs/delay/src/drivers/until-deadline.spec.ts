@@ -24,14 +24,27 @@ describe('untilDeadline', () => {
     expect(asks).toBe(1);
   });
 
-  it('throws the last DriverUnavailableError once the deadline has passed', async () => {
-    let asks = 0;
+  it('throws the last DriverUnavailableError once the deadline has come, and starts no ask after it', async () => {
+    const asked: number[] = [];
     const startedAt = Date.now();
-    const failing = untilDeadline(startedAt + 300, () => (asks++, Promise.reject(new DriverUnavailableError(`attempt ${asks}`))), () => Promise.resolve());
-    await expect(failing).rejects.toThrow(DriverUnavailableError);
-    // Never before the deadline's last pause; the pause between asks keeps the count small.
+    const deadline = startedAt + 300;
+    let last: DriverUnavailableError | undefined;
+    const failing = untilDeadline(
+      deadline,
+      () => {
+        asked.push(Date.now());
+        last = new DriverUnavailableError(`attempt ${asked.length}`);
+        return Promise.reject(last);
+      },
+      () => Promise.resolve(),
+    );
+    const thrown: unknown = await failing.then(() => undefined, (error: unknown) => error);
+    expect(thrown).toBeInstanceOf(DriverUnavailableError);
+    expect(thrown).toBe(last);
+    // Not before the deadline's last pause; the pause between asks keeps the count small.
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(250);
-    expect(asks).toBeGreaterThanOrEqual(2);
-    expect(asks).toBeLessThanOrEqual(7);
+    expect(asked.length).toBeGreaterThanOrEqual(2);
+    expect(asked.length).toBeLessThanOrEqual(7);
+    expect(Math.max(...asked)).toBeLessThan(deadline);
   });
 });

@@ -91,10 +91,10 @@ export class PostgresConnection {
     return this.settings.pool ? undefined : this.settings.connectionString;
   }
 
-  /** One statement on a pooled client, bounded. */
-  async query(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+  /** One statement on a pooled client, bounded (by commandTimeout unless `timeoutMs` says less). */
+  async query(sql: string, params: readonly unknown[] = [], timeoutMs = this.settings.commandTimeoutMs): Promise<Row[]> {
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
-    return this.onClient((client) => client.query(sql, params as unknown[]));
+    return this.withClient(async (client) => (await client.query(sql, params as unknown[])).rows, Math.min(timeoutMs, this.settings.commandTimeoutMs));
   }
 
   /**
@@ -233,10 +233,6 @@ export class PostgresConnection {
     this.closed = true;
     // Ending waits for each connection to close: a black-holed one must not hold shutdown past the bound.
     if (this.ownPool) await settleWithin(this.ownPool.end(), this.settings.commandTimeoutMs, () => new Error('pool end timed out')).catch(() => undefined);
-  }
-
-  private onClient(work: (client: PgPoolClientLike) => Promise<{ rows: Row[] }>): Promise<Row[]> {
-    return this.withClient(async (client) => (await work(client)).rows);
   }
 }
 

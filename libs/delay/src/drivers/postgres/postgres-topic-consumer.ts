@@ -208,17 +208,18 @@ export class PostgresTopicConsumer {
   }
 
   /**
-   * At shutdown, once nothing is in flight: what claims whose reply was lost took, asked for once more (their leases
-   * renewed), as members and tokens to hand back. Without this their actions would wait out their lease, and then
-   * run elsewhere only as their next attempt (on the last one, go dead without running). Empty when no reply was lost.
+   * At shutdown, once no claim is in flight: what claims whose reply was lost took, asked for again (their leases
+   * renewed), with their ids, to hand back. Without this their actions would wait out their lease, and then run
+   * elsewhere only as their next attempt (on the last one, go dead without running). Empty when no reply was lost.
+   * The call is bounded by `timeoutMs`; the driver asks again while the database is unreachable.
    */
-  async takeLostClaims(): Promise<{ members: string[]; tokens: string[] }> {
+  async takeLostClaims(timeoutMs: number): Promise<{ claimIds: string[]; members: string[]; tokens: string[] }> {
     const now = Date.now();
-    const ids = this.lostClaims.filter((lost) => lost.until > now).map((lost) => lost.id);
-    if (ids.length === 0 || this.claiming) return { members: [], tokens: [] };
-    const rows = await this.connection.query(this.sql.recover, [this.settings.topic, ids, this.settings.leaseMs]);
+    const claimIds = this.lostClaims.filter((lost) => lost.until > now).map((lost) => lost.id);
+    if (claimIds.length === 0 || this.claiming) return { claimIds: [], members: [], tokens: [] };
+    const rows = await this.connection.query(this.sql.recover, [this.settings.topic, claimIds, this.settings.leaseMs], timeoutMs);
     this.lostClaims = [];
-    return { members: rows.map((row) => String(row.member)), tokens: rows.map((row) => String(row.token)) };
+    return { claimIds, members: rows.map((row) => String(row.member)), tokens: rows.map((row) => String(row.token)) };
   }
 
   /** The claims whose leases are renewed (runs going on, or outcomes being recorded), and the runs going on, whose arming is checked. */
@@ -328,8 +329,9 @@ export class PostgresTopicConsumer {
       if (carried) void this.flushAcks(carried);
       this.flushAcksLeft();
       this.claims.putBack(finished);
-      // What the recovered claims took has not run: they are asked for again (their leases were just renewed).
-      this.lostClaims.push(...recoveredClaims);
+      // What the recovered claims took has not run: they are asked for again, as long as the lease just renewed lasts.
+      const renewedUntil = Date.now() + leaseMs;
+      this.lostClaims.push(...recoveredClaims.map((lost) => ({ id: lost.id, until: renewedUntil })));
       // The server refused the statement itself: it took nothing, and asking for it again would not help.
       if (!(error instanceof DriverUnavailableError)) this.lostClaims = this.lostClaims.filter((lost) => lost.id !== claimId);
       // A wake this claim consumed is not lost with it.

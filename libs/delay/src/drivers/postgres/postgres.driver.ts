@@ -335,8 +335,9 @@ export class PostgresDriver implements DelayDriver {
     this.listener?.stop();
     this.listener = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
-    await this.releaseLostClaims();
-    if (!emptied) await this.releaseRunning();
+    // What shutdown hands back is bounded on its own: commandTimeout for all of it, whatever the database does.
+    const deadline = Date.now() + this.connection.commandTimeoutMs;
+    await Promise.all([this.releaseLostClaims(deadline), emptied ? undefined : this.releaseRunning(deadline)]);
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
   }
@@ -773,14 +774,14 @@ export class PostgresDriver implements DelayDriver {
   }
 
   /** Shutdown timed out: hand the runs still going back, so another instance takes them now. */
-  private async releaseRunning(): Promise<void> {
+  private async releaseRunning(deadline: number): Promise<void> {
     await Promise.all(
       [...this.consumers.values()]
         .filter((topicConsumer) => topicConsumer.running.size > 0)
         .map(async (topicConsumer) => {
           const { members, tokens } = topicConsumer.runningLeases();
           try {
-            const released = await this.release(topicConsumer.topic, members, tokens);
+            const released = await this.release(topicConsumer.topic, members, tokens, deadline);
             this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back`);
           } catch (error) {
             this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
@@ -790,31 +791,44 @@ export class PostgresDriver implements DelayDriver {
   }
 
   /**
-   * Claims whose reply was lost (their connection reset) and that were not asked again before shutdown: what they took
-   * is handed back, due now, same attempt, instead of waiting out their lease.
+   * Claims whose reply was lost (their connection reset) and that were not asked again before shutdown: what they
+   * took is handed back, due now, same attempt, instead of waiting out their lease, and their runs rows go. Asked
+   * again while the database is unreachable, until `deadline`.
    */
-  private async releaseLostClaims(): Promise<void> {
-    const deadline = Date.now() + this.connection.commandTimeoutMs;
+  private async releaseLostClaims(deadline: number): Promise<void> {
     await Promise.all(
       [...this.consumers.values()]
         .filter((topicConsumer) => topicConsumer.hasLostClaim)
         .map(async (topicConsumer) => {
+          const { topic } = topicConsumer;
+          let taken: { claimIds: string[]; members: string[]; tokens: string[] } | undefined;
           try {
-            // A connection lost again meanwhile fails the ask at once: the pool opens another, until the deadline.
-            const { members, tokens } = await untilDeadline(deadline, () => topicConsumer.takeLostClaims(), () => Promise.resolve());
-            if (members.length === 0) return;
-            const released = await this.release(topicConsumer.topic, members, tokens);
-            this.logger.log(`Shutdown: ${released} action(s) of "${topicConsumer.topic}" that a claim whose reply was lost took handed back`);
+            // A connection lost again meanwhile fails the call at once: the pool opens another. Handing back twice
+            // changes nothing (release names each run's token), so a lost reply to it is sent again too.
+            const released = await untilDeadline(
+              deadline,
+              async () => {
+                taken ??= await topicConsumer.takeLostClaims(Math.max(1, deadline - Date.now()));
+                return taken.members.length === 0 ? 0 : this.release(topic, taken.members, taken.tokens, deadline);
+              },
+              () => Promise.resolve(),
+            );
+            if (released > 0) this.logger.log(`Shutdown: ${released} action(s) of "${topic}" that a claim whose reply was lost took handed back`);
           } catch (error) {
             this.logger.warn(`Could not hand back what a claim whose reply was lost took (its lease will expire instead): ${describeError(error)}`);
+            return;
+          }
+          // Their runs rows name tokens that are gone now; without this they would stay until their lease ran out.
+          if (taken && taken.claimIds.length > 0) {
+            await this.connection.query(this.sql.finish, [topic, taken.claimIds], Math.max(1, deadline - Date.now())).catch(() => undefined);
           }
         }),
     );
   }
 
-  /** The runs named by member and token handed back, due now, same attempt; how many were. */
-  private async release(topic: string, members: readonly string[], tokens: readonly string[]): Promise<number> {
-    const rows = await this.connection.query(this.sql.release, [topic, members, tokens]);
+  /** The runs named by member and token handed back, due now, same attempt, within `deadline`; how many were. */
+  private async release(topic: string, members: readonly string[], tokens: readonly string[], deadline: number): Promise<number> {
+    const rows = await this.connection.query(this.sql.release, [topic, members, tokens], Math.max(1, deadline - Date.now()));
     return int(rows[0].released);
   }
 }

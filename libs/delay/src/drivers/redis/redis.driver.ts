@@ -272,8 +272,8 @@ export class RedisDriver implements DelayDriver {
     this.subscriber?.stop();
     this.subscriber = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
-    await this.releaseLostClaims();
-    if (!emptied) await this.releaseRunning();
+    // What shutdown hands back is bounded on its own: no ask starts after commandTimeout, each is bounded by it.
+    await Promise.all([this.releaseLostClaims(Date.now() + this.connection.settings.commandTimeoutMs), emptied ? undefined : this.releaseRunning()]);
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
   }
@@ -585,21 +585,26 @@ export class RedisDriver implements DelayDriver {
 
   /**
    * Claims whose reply was lost (their connection closed) and that were not asked again before shutdown: what they
-   * took is handed back, due now, same attempt. The connection may still be coming back: it is given the command
-   * timeout to.
+   * took is handed back, due now, same attempt. The connection may still be coming back, or close again: the ask and
+   * the hand-back are made again once it is ready, until `deadline`.
    */
-  private async releaseLostClaims(): Promise<void> {
+  private async releaseLostClaims(deadline: number): Promise<void> {
     const lost = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.hasLostClaim);
     if (lost.length === 0) return;
-    const deadline = Date.now() + this.connection.settings.commandTimeoutMs;
-    await this.connection.whenReady(this.connection.settings.commandTimeoutMs);
+    await this.connection.whenReady(Math.max(0, deadline - Date.now()));
     const releases = lost.map(async (topicConsumer) => {
+      let pairs: string[] | undefined;
       try {
-        // A connection that closes again meanwhile fails the ask at once: asked again once it is back, until the deadline.
-        const pairs = await untilDeadline(deadline, () => topicConsumer.lostClaimPairs(), (leftMs) => this.connection.whenReady(leftMs));
-        if (pairs.length === 0) return;
-        const released = await this.release(topicConsumer, pairs);
-        this.logger.log(`Shutdown: ${released} action(s) of ${quoteInput(topicConsumer.topic)} that a claim whose reply was lost took handed back to Redis`);
+        // Handing back twice changes nothing (release.lua names each run's token): a lost reply to it is sent again too.
+        const released = await untilDeadline(
+          deadline,
+          async () => {
+            pairs ??= await topicConsumer.lostClaimPairs();
+            return pairs.length === 0 ? 0 : this.release(topicConsumer, pairs);
+          },
+          (leftMs) => this.connection.whenReady(leftMs),
+        );
+        if (released > 0) this.logger.log(`Shutdown: ${released} action(s) of ${quoteInput(topicConsumer.topic)} that a claim whose reply was lost took handed back to Redis`);
       } catch (error) {
         this.logger.warn(`Could not hand back what a claim whose reply was lost took (its lease will expire instead): ${describeError(error)}`);
       }
