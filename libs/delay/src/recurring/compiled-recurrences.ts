@@ -19,6 +19,8 @@ interface Entry {
  */
 export class CompiledRecurrences {
   private readonly entries = new Map<string, Entry>();
+  /** The id of each spec object seen: a decoded tick's spec is shared (decodeSeriesState), so it is serialized once, not at every tick. */
+  private readonly ids = new WeakMap<NormalizedRecurrence, string>();
 
   /** The first occurrence of `spec` strictly after `from`, null if none. */
   after(spec: NormalizedRecurrence, from: number): number | null {
@@ -37,7 +39,11 @@ export class CompiledRecurrences {
   }
 
   private entry(spec: NormalizedRecurrence): Entry {
-    const id = JSON.stringify(spec);
+    let id = this.ids.get(spec);
+    if (id === undefined) {
+      id = JSON.stringify(spec);
+      this.ids.set(spec, id);
+    }
     let entry = this.entries.get(id);
     if (entry) {
       this.entries.delete(id);

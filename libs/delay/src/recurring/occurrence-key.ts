@@ -13,7 +13,19 @@ const RUN_NOW_PREFIX = 'now ';
 export const MAX_SERIES_KEY_LENGTH = 480;
 
 export function occurrenceKey(seriesKey: string, scheduledAtMs: number, runNow = false): string {
-  return `${seriesKey}${SERIES_SEPARATOR}${runNow ? RUN_NOW_PREFIX : ''}${new Date(scheduledAtMs).toISOString()}`;
+  return `${seriesKey}${SERIES_SEPARATOR}${runNow ? RUN_NOW_PREFIX : ''}${isoInstant(scheduledAtMs)}`;
+}
+
+/** The last instant formatted: the schedules that tick together mostly share their instant, formatted once for them all. */
+let lastInstant = NaN;
+let lastIso = '';
+
+function isoInstant(ms: number): string {
+  if (ms !== lastInstant) {
+    lastIso = new Date(ms).toISOString();
+    lastInstant = ms;
+  }
+  return lastIso;
 }
 
 export interface ParsedOccurrenceKey {

@@ -350,10 +350,11 @@ export class RedisTopicConsumer {
 
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { keys } = this.settings;
-    const what = `${quoteInput(this.settings.topic)} / ${quoteInput(delivery.key)}`;
     // An occurrence of a recurring schedule: the outcome script also records it as the schedule's last run.
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? String(delivery.firedAt) : '';
     if (outcome.kind === 'completed') return this.ack(member, delivery.token, startedAt);
+    // Named only off the hot path: a completed run (nearly every run) never needs it.
+    const what = `${quoteInput(this.settings.topic)} / ${quoteInput(delivery.key)}`;
     if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq, keys.runs, keys.ticks], [member, delivery.token, outcome.delayMs, keys.wake, startedAt], what);
     return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex, keys.runs], [member, delivery.token, outcome.error, keys.itemsPrefix, startedAt], what);
   }
