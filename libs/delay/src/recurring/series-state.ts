@@ -73,16 +73,28 @@ const SPEC_FIELDS = { i: 4, c: 5 } as const;
  */
 export function encodeSeriesState(state: SeriesState): string {
   const { spec } = state;
-  const recurrence =
-    spec.kind === 'cron'
-      ? `c|${spec.cron}|${spec.timeZone === 'UTC' ? '' : spec.timeZone}|${DST_CODES[`${spec.dstGap} ${spec.dstOverlap}`]}`
-      : `i|${spec.everyMs.toString(36)}|${spec.anchorMs.toString(36)}`;
+  const recurrence = storedRecurrence(spec);
   const missed = state.missed.kind === 'within' ? `w${state.missed.withinMs.toString(36)}` : MISSED_CODES[state.missed.kind];
   const flags = (state.reset ? 'r' : '') + (state.paused ? 'p' : '') + (state.declared ? 'd' : '') + (state.orphan === 'keep' ? 'k' : '') + (spec.kind === 'cron' && spec.fixedTime ? 'f' : '');
   const jitter = state.jitterMs === 0 ? '' : state.jitterMs.toString(36);
   // A held-back instant rides after the last one, past a '+' (which no base-36 number holds, so older code reads the last alone).
   const last = (state.last === null ? '' : state.last.toString(36)) + (state.buffered === undefined ? '' : `+${state.buffered.toString(36)}`);
   return `${SERIES_STATE_MARK}|${recurrence}|${missed}|${OVERLAP_CODES[state.overlap]}|${jitter}|${last}|${flags}|${state.payload ?? ''}`;
+}
+
+/** The stored fields of each recurrence written lately (a tick writes its recurrence at every step: it is formatted once). */
+const storedRecurrences = new WeakMap<NormalizedRecurrence, string>();
+
+function storedRecurrence(spec: NormalizedRecurrence): string {
+  let text = storedRecurrences.get(spec);
+  if (text === undefined) {
+    text =
+      spec.kind === 'cron'
+        ? `c|${spec.cron}|${spec.timeZone === 'UTC' ? '' : spec.timeZone}|${DST_CODES[`${spec.dstGap} ${spec.dstOverlap}`]}`
+        : `i|${spec.everyMs.toString(36)}|${spec.anchorMs.toString(36)}`;
+    storedRecurrences.set(spec, text);
+  }
+  return text;
 }
 
 /** The state a tick carries; undefined when the payload is not one (an action this library did not arm). */
@@ -120,7 +132,7 @@ export function decodeSeriesState(payload: string | undefined): SeriesState | un
     jitterMs,
     payload: rest === '' ? undefined : rest,
     last: lastMs,
-    ...(buffered === undefined ? {} : { buffered }),
+    buffered,
     reset: flags.includes('r'),
     paused: flags.includes('p'),
     declared: flags.includes('d'),

@@ -88,6 +88,9 @@ export class RedisTopicConsumer {
   private answeredClaimId = '-';
   /** Slots kept for a claim whose reply was lost: asked again, it hands back what it took then. */
   private held = 0;
+  /** Claim ids: this consumer's random prefix and a count, unique without drawing random bytes at every claim. */
+  private readonly claimIdPrefix = `${randomBytes(8).toString('base64url')}.`;
+  private claimCount = 0;
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -193,7 +196,7 @@ export class RedisTopicConsumer {
     // A claim round trip counts as in flight: if shutdown starts meanwhile, drain waits for what it takes to run.
     this.inFlight.enter();
     let reply: Array<string | number>;
-    const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
+    const claimId = (this.claimId ??= `${this.claimIdPrefix}${(this.claimCount++).toString(36)}`);
     try {
       reply = await this.runClaim(claimId, Math.max(0, limit), TICKS_PER_CLAIM);
       this.failures = 0;
