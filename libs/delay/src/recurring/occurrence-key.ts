@@ -41,9 +41,21 @@ export function parseOccurrenceKey(key: string): ParsedOccurrenceKey | undefined
   let identity = key.slice(separator + 1);
   const runNow = identity.startsWith(RUN_NOW_PREFIX);
   if (runNow) identity = identity.slice(RUN_NOW_PREFIX.length);
-  const scheduledAtMs = Date.parse(identity);
+  const scheduledAtMs = parseInstant(identity);
   if (!Number.isFinite(scheduledAtMs)) return undefined;
   return { seriesKey: key.slice(0, separator), scheduledAtMs, runNow };
+}
+
+/** The last identity parsed: the occurrences run together mostly share their instant, parsed once for them all. */
+let lastParsedIso = '';
+let lastParsedMs = NaN;
+
+function parseInstant(iso: string): number {
+  if (iso !== lastParsedIso) {
+    lastParsedMs = Date.parse(iso);
+    lastParsedIso = iso;
+  }
+  return lastParsedMs;
 }
 
 export function isTickKey(key: string): boolean {

@@ -116,11 +116,16 @@ export function decodeSeriesState(payload: string | undefined): SeriesState | un
   const rest = payload.slice(at);
   // The mark, the kind and the recurrence's fields name the spec.
   const spec = cachedSpec(payload.slice(0, specEnd), fields, kind);
-  const [missedCode, overlapCode, jitter, last, flags] = fields.slice(specFields);
-  const missed = missedOfCode(missedCode);
-  const overlap = OVERLAP_BY_CODE.get(overlapCode);
+  const missed = missedOfCode(fields[specFields]);
+  const overlap = OVERLAP_BY_CODE.get(fields[specFields + 1]);
+  const jitter = fields[specFields + 2];
+  const last = fields[specFields + 3];
+  const flags = fields[specFields + 4];
   const jitterMs = jitter === '' ? 0 : parseInt(jitter, 36);
-  const [lastPart, bufferedPart] = last.split('+');
+  // The last instant, then past a '+' the held-back one if any (base-36 parsing stops at any further '+').
+  const plus = last.indexOf('+');
+  const lastPart = plus < 0 ? last : last.slice(0, plus);
+  const bufferedPart = plus < 0 ? undefined : last.slice(plus + 1);
   const lastMs = lastPart === '' ? null : parseInt(lastPart, 36);
   const buffered = bufferedPart === undefined ? undefined : parseInt(bufferedPart, 36);
   if (!spec || !missed || !overlap || Number.isNaN(jitterMs) || Number.isNaN(lastMs) || Number.isNaN(buffered)) return undefined;

@@ -216,9 +216,11 @@ export class RedisConnection {
     for (let n = 0; n < keys.length; n++) argv.push(keys[n]);
     for (let n = 0; n < args.length; n++) argv.push(argText(args[n]));
     const client = this.client;
-    const evalsha = scriptCommand(script, argv.slice());
+    const evalsha = scriptCommand(script, argv);
     evalsha.promise = evalsha.promise.catch((error: unknown) => {
       if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
+      // The same arguments, the first (the source, if the command class sent an EVAL) the SHA again, as Script.execute sends.
+      argv[0] = script.sha;
       return client.sendCommand(scriptCommand(script, argv));
     });
     return client.sendCommand(evalsha) as Promise<unknown>;
