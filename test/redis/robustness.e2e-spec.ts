@@ -53,6 +53,19 @@ describe('Redis driver robustness', () => {
     expect(await delay.count('robust.past')).toBe(0);
   });
 
+  it("keeps working after Redis's script cache is flushed: a call answered NOSCRIPT is sent again with the script's source", async () => {
+    const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'flushed' } }, [Holder]);
+    const delay = app.get(DelayService);
+    const running = app.get(Holder);
+    await delay.schedule(SLOW, 'quick-before', { delay: 10 });
+    await pollUntil(() => running.finished.includes('quick-before'), 'the action scheduled before the flush', 3_000);
+    await suite.raw().script('FLUSH');
+    // The scripts the driver calls from here (schedule, claim, complete) were loaded on its socket before the flush.
+    await delay.scheduleMany(SLOW, Array.from({ length: 5 }, (_, n) => ({ key: `quick-after-${n}`, delay: 10 })));
+    await pollUntil(() => running.finished.filter((key) => key.startsWith('quick-after')).length === 5, 'the actions scheduled after the flush', 3_000);
+    await pollUntil(async () => (await delay.count(SLOW)) === 0, 'their completions recorded', 3_000);
+  });
+
   it('a retry replayed after a lost reply changes nothing (it re-arms under a new token)', async () => {
     const script = REDIS_SCRIPTS.retry;
     const keys = ['t:{r}:due', 't:{r}:env', 't:{r}:active', 't:{r}:seq', 't:{r}:runs', 't:{r}:ticks'];

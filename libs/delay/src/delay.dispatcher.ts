@@ -49,7 +49,7 @@ export class DelayDispatcher implements DelayConsumer {
    * that one was cancelled while running (cancelPrevious) can fire its signal.
    * Only recurring handlers' runs are kept: one-off runs pay nothing for it.
    */
-  private readonly revocable = new Map<string, HandlerRun>();
+  private readonly revocable = new Map<string, Map<string, HandlerRun>>();
 
   constructor(
     private readonly registry: DelayHandlerRegistry,
@@ -106,10 +106,10 @@ export class DelayDispatcher implements DelayConsumer {
 
   /** A run's arming is gone (see DelayConsumer.revoke): its signal fires; its outcome is ignored by the driver. */
   revoke(topic: string, key: string, token: string): void {
-    const id = revocableId(topic, key);
-    const run = this.revocable.get(id);
-    if (!run || run.delivery.token !== token) return;
-    this.revocable.delete(id);
+    const byKey = this.revocable.get(topic);
+    const run = byKey?.get(key);
+    if (!byKey || !run || run.delivery.token !== token) return;
+    byKey.delete(key);
     this.logger.warn(`${run.handlerName} on ${quoteInput(key)} was cancelled while running; its signal fires and its outcome is ignored`);
     run.abort(new HandlerAbortedError('cancelled', `${run.handlerName} on ${quoteInput(key)} was cancelled while running (overlap policy cancelPrevious, or cancel); its outcome is ignored`));
   }
@@ -177,7 +177,7 @@ export class DelayDispatcher implements DelayConsumer {
     const { timeoutMs } = handler.options;
     const run = new HandlerRun(handler, delivery, timeoutMs === undefined ? Infinity : performance.now() + timeoutMs, report);
     this.runs.add(run);
-    if (handler.recurring) this.revocable.set(revocableId(delivery.topic, delivery.key), run);
+    if (handler.recurring) this.revocableOf(delivery.topic).set(delivery.key, run);
     try {
       if (handler.options.transactional && this.transactional) {
         // The handler's timeout bounds the handler; a commit shared with the runs after it (the postgres driver's own
@@ -234,6 +234,16 @@ export class DelayDispatcher implements DelayConsumer {
     this.logger.warn(`${run.handlerName} on ${quoteInput(run.delivery.key)} (attempt ${run.delivery.attempt}) ${outcome} ${late} ms after it timed out; that result was ignored`);
   }
 
+  /** The recurring runs going on of a topic, by key (a map per topic: no topic-and-key string is built per run). */
+  private revocableOf(topic: string): Map<string, HandlerRun> {
+    let byKey = this.revocable.get(topic);
+    if (!byKey) {
+      byKey = new Map();
+      this.revocable.set(topic, byKey);
+    }
+    return byKey;
+  }
+
   /** Called by the tracker once the run's deadline has passed (it is already out of the tracker). */
   private timeOut(run: HandlerRun): void {
     const error = `timed out after ${run.timeoutMs} ms`;
@@ -246,8 +256,8 @@ export class DelayDispatcher implements DelayConsumer {
   /** Reports the run's outcome to its driver, once. Deciding the outcome only logs and emits; should it throw anyway, the action is retried. */
   private finish(run: HandlerRun, result: RunResult): void {
     if (run.handler.recurring) {
-      const id = revocableId(run.delivery.topic, run.delivery.key);
-      if (this.revocable.get(id) === run) this.revocable.delete(id);
+      const byKey = this.revocable.get(run.delivery.topic);
+      if (byKey?.get(run.delivery.key) === run) byKey.delete(run.delivery.key);
     }
     let outcome: DeliveryOutcome;
     try {
@@ -270,11 +280,6 @@ export class DelayDispatcher implements DelayConsumer {
       this.logger.error(`The driver failed to apply the outcome (${outcome.kind}) of ${quoteInput(delivery.topic)} / ${quoteInput(delivery.key)}: ${describeError(error)}`);
     }
   }
-}
-
-/** A topic cannot hold U+0000 (validateTopic), so topic and key joined by it name one action. */
-function revocableId(topic: string, key: string): string {
-  return `${topic}\u0000${key}`;
 }
 
 function failure(thrown: unknown): RunResult {

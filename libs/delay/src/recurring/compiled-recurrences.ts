@@ -19,6 +19,11 @@ interface Entry {
  */
 export class CompiledRecurrences {
   private readonly entries = new Map<string, Entry>();
+  /** The id of each spec object seen: a decoded tick's spec is shared (decodeSeriesState), so it is serialized once, not at every tick. */
+  private readonly ids = new WeakMap<NormalizedRecurrence, string>();
+  /** The spec asked last and its entry (the most recently used, so kept in the cache until others are asked). */
+  private lastSpec: NormalizedRecurrence | undefined;
+  private lastEntry: Entry | undefined;
 
   /** The first occurrence of `spec` strictly after `from`, null if none. */
   after(spec: NormalizedRecurrence, from: number): number | null {
@@ -37,7 +42,20 @@ export class CompiledRecurrences {
   }
 
   private entry(spec: NormalizedRecurrence): Entry {
-    const id = JSON.stringify(spec);
+    // The schedules ticking together mostly share one spec object (decodeSeriesState): the most recent needs no lookup.
+    if (spec === this.lastSpec && this.lastEntry !== undefined) return this.lastEntry;
+    const entry = this.lookUp(spec);
+    this.lastSpec = spec;
+    this.lastEntry = entry;
+    return entry;
+  }
+
+  private lookUp(spec: NormalizedRecurrence): Entry {
+    let id = this.ids.get(spec);
+    if (id === undefined) {
+      id = JSON.stringify(spec);
+      this.ids.set(spec, id);
+    }
     let entry = this.entries.get(id);
     if (entry) {
       this.entries.delete(id);

@@ -13,7 +13,19 @@ const RUN_NOW_PREFIX = 'now ';
 export const MAX_SERIES_KEY_LENGTH = 480;
 
 export function occurrenceKey(seriesKey: string, scheduledAtMs: number, runNow = false): string {
-  return `${seriesKey}${SERIES_SEPARATOR}${runNow ? RUN_NOW_PREFIX : ''}${new Date(scheduledAtMs).toISOString()}`;
+  return `${seriesKey}${SERIES_SEPARATOR}${runNow ? RUN_NOW_PREFIX : ''}${isoInstant(scheduledAtMs)}`;
+}
+
+/** The last instant formatted: the schedules that tick together mostly share their instant, formatted once for them all. */
+let lastInstant = NaN;
+let lastIso = '';
+
+function isoInstant(ms: number): string {
+  if (ms !== lastInstant) {
+    lastIso = new Date(ms).toISOString();
+    lastInstant = ms;
+  }
+  return lastIso;
 }
 
 export interface ParsedOccurrenceKey {
@@ -29,9 +41,21 @@ export function parseOccurrenceKey(key: string): ParsedOccurrenceKey | undefined
   let identity = key.slice(separator + 1);
   const runNow = identity.startsWith(RUN_NOW_PREFIX);
   if (runNow) identity = identity.slice(RUN_NOW_PREFIX.length);
-  const scheduledAtMs = Date.parse(identity);
+  const scheduledAtMs = parseInstant(identity);
   if (!Number.isFinite(scheduledAtMs)) return undefined;
   return { seriesKey: key.slice(0, separator), scheduledAtMs, runNow };
+}
+
+/** The last identity parsed: the occurrences run together mostly share their instant, parsed once for them all. */
+let lastParsedIso = '';
+let lastParsedMs = NaN;
+
+function parseInstant(iso: string): number {
+  if (iso !== lastParsedIso) {
+    lastParsedMs = Date.parse(iso);
+    lastParsedIso = iso;
+  }
+  return lastParsedMs;
 }
 
 export function isTickKey(key: string): boolean {

@@ -89,8 +89,21 @@ export class RecurringTicker implements OnApplicationShutdown {
     const plan = planTick(this.recurrences.recurrence(state.spec), state.missed, from, now);
     const jitter = seriesJitterMs(topic, key, state.jitterMs);
     const occurrenceAt = (instant: number): SeriesOccurrence => ({ key: occurrenceKey(key, instant), due: { atMs: instant + jitter }, payload: state.payload });
-    const { buffered: _held, ...rest } = state;
-    const nextState: SeriesState = { ...rest, last: plan.last, reset: false };
+    // The state moved on, without the held-back instant: built field by field (one object shape, no spread or rest per tick).
+    const nextState: SeriesState = {
+      v: 1,
+      spec: state.spec,
+      missed: state.missed,
+      overlap: state.overlap,
+      jitterMs: state.jitterMs,
+      payload: state.payload,
+      last: plan.last,
+      buffered: undefined,
+      reset: false,
+      paused: state.paused,
+      declared: state.declared,
+      orphan: state.orphan,
+    };
     // The tick's next arming, holding `buffered` back if given: then it looks again soon, whatever the recurrence says.
     const armed = (buffered: number | undefined): AdvanceSeriesCommand['next'] => {
       if (buffered === undefined) return plan.next === null ? null : { due: { atMs: plan.next }, payload: encodeSeriesState(nextState) };

@@ -57,6 +57,8 @@ const OVERLAP_CODES: Readonly<Record<OverlapPolicy, string>> = { skip: '', buffe
 const DST_CODES: Readonly<Record<string, string>> = { 'shift first': '', 'shift last': 'sl', 'skip first': 'kf', 'skip last': 'kl' };
 /** Fields before the payload: the mark, the kind, 2 (interval) or 3 (cron) of the recurrence, then missed, overlap, jitter, last, flags. */
 const HEAD_FIELDS = { i: 9, c: 10 } as const;
+/** Of those, the mark, the kind and the recurrence's own fields. */
+const SPEC_FIELDS = { i: 4, c: 5 } as const;
 
 /**
  * One positional line, fields joined by '|', the payload last (it may hold
@@ -71,10 +73,7 @@ const HEAD_FIELDS = { i: 9, c: 10 } as const;
  */
 export function encodeSeriesState(state: SeriesState): string {
   const { spec } = state;
-  const recurrence =
-    spec.kind === 'cron'
-      ? `c|${spec.cron}|${spec.timeZone === 'UTC' ? '' : spec.timeZone}|${DST_CODES[`${spec.dstGap} ${spec.dstOverlap}`]}`
-      : `i|${spec.everyMs.toString(36)}|${spec.anchorMs.toString(36)}`;
+  const recurrence = storedRecurrence(spec);
   const missed = state.missed.kind === 'within' ? `w${state.missed.withinMs.toString(36)}` : MISSED_CODES[state.missed.kind];
   const flags = (state.reset ? 'r' : '') + (state.paused ? 'p' : '') + (state.declared ? 'd' : '') + (state.orphan === 'keep' ? 'k' : '') + (spec.kind === 'cron' && spec.fixedTime ? 'f' : '');
   const jitter = state.jitterMs === 0 ? '' : state.jitterMs.toString(36);
@@ -83,26 +82,50 @@ export function encodeSeriesState(state: SeriesState): string {
   return `${SERIES_STATE_MARK}|${recurrence}|${missed}|${OVERLAP_CODES[state.overlap]}|${jitter}|${last}|${flags}|${state.payload ?? ''}`;
 }
 
+/** The stored fields of each recurrence written lately (a tick writes its recurrence at every step: it is formatted once). */
+const storedRecurrences = new WeakMap<NormalizedRecurrence, string>();
+
+function storedRecurrence(spec: NormalizedRecurrence): string {
+  let text = storedRecurrences.get(spec);
+  if (text === undefined) {
+    text =
+      spec.kind === 'cron'
+        ? `c|${spec.cron}|${spec.timeZone === 'UTC' ? '' : spec.timeZone}|${DST_CODES[`${spec.dstGap} ${spec.dstOverlap}`]}`
+        : `i|${spec.everyMs.toString(36)}|${spec.anchorMs.toString(36)}`;
+    storedRecurrences.set(spec, text);
+  }
+  return text;
+}
+
 /** The state a tick carries; undefined when the payload is not one (an action this library did not arm). */
 export function decodeSeriesState(payload: string | undefined): SeriesState | undefined {
   if (payload === undefined || !payload.startsWith(`${SERIES_STATE_MARK}|`)) return undefined;
   const kind = payload.charAt(SERIES_STATE_MARK.length + 1);
   if (kind !== 'c' && kind !== 'i') return undefined;
   const fields: string[] = [];
+  const specFields = SPEC_FIELDS[kind];
   let at = 0;
+  let specEnd = 0;
   for (let n = 0; n < HEAD_FIELDS[kind]; n++) {
     const bar = payload.indexOf('|', at);
     if (bar < 0) return undefined;
     fields.push(payload.slice(at, bar));
     at = bar + 1;
+    if (n === specFields - 1) specEnd = bar;
   }
   const rest = payload.slice(at);
-  const spec = kind === 'c' ? cronSpec(fields) : intervalSpec(fields);
-  const [missedCode, overlapCode, jitter, last, flags] = fields.slice(kind === 'c' ? 5 : 4);
-  const missed = missedOfCode(missedCode);
-  const overlap = keyOf(OVERLAP_CODES, overlapCode);
+  // The mark, the kind and the recurrence's fields name the spec.
+  const spec = cachedSpec(payload.slice(0, specEnd), fields, kind);
+  const missed = missedOfCode(fields[specFields]);
+  const overlap = OVERLAP_BY_CODE.get(fields[specFields + 1]);
+  const jitter = fields[specFields + 2];
+  const last = fields[specFields + 3];
+  const flags = fields[specFields + 4];
   const jitterMs = jitter === '' ? 0 : parseInt(jitter, 36);
-  const [lastPart, bufferedPart] = last.split('+');
+  // The last instant, then past a '+' the held-back one if any (base-36 parsing stops at any further '+').
+  const plus = last.indexOf('+');
+  const lastPart = plus < 0 ? last : last.slice(0, plus);
+  const bufferedPart = plus < 0 ? undefined : last.slice(plus + 1);
   const lastMs = lastPart === '' ? null : parseInt(lastPart, 36);
   const buffered = bufferedPart === undefined ? undefined : parseInt(bufferedPart, 36);
   if (!spec || !missed || !overlap || Number.isNaN(jitterMs) || Number.isNaN(lastMs) || Number.isNaN(buffered)) return undefined;
@@ -114,21 +137,44 @@ export function decodeSeriesState(payload: string | undefined): SeriesState | un
     jitterMs,
     payload: rest === '' ? undefined : rest,
     last: lastMs,
-    ...(buffered === undefined ? {} : { buffered }),
+    buffered,
     reset: flags.includes('r'),
     paused: flags.includes('p'),
     declared: flags.includes('d'),
     orphan: flags.includes('k') ? 'keep' : undefined,
   };
-
-  function cronSpec([, , cron, zone, dst]: string[]): NormalizedRecurrence | undefined {
-    const policies = keyOf(DST_CODES, dst)?.split(' ') as [DstGapPolicy, DstOverlapPolicy] | undefined;
-    if (!policies || cron === '') return undefined;
-    return { kind: 'cron', cron, timeZone: zone === '' ? 'UTC' : zone, dstGap: policies[0], dstOverlap: policies[1], fixedTime: fields[HEAD_FIELDS.c - 1].includes('f') };
-  }
 }
 
-function intervalSpec([, , every, anchor]: string[]): NormalizedRecurrence | undefined {
+/** The recurrences decoded lately, by their stored fields: a tick's spec is parsed once, not at every tick (at most SPEC_CACHE_SIZE kept). */
+const specs = new Map<string, NormalizedRecurrence>();
+const SPEC_CACHE_SIZE = 1024;
+/** Overlap policies by stored code. */
+const OVERLAP_BY_CODE = new Map(Object.entries(OVERLAP_CODES).map(([policy, code]) => [code, policy as OverlapPolicy]));
+
+/**
+ * The recurrence of a stored state, shared (frozen) between the states that store the same one: the fields of the
+ * recurrence (and, for a cron, the fixed-time flag) name it, and a shared spec also keeps CompiledRecurrences from
+ * serializing it at every tick.
+ */
+function cachedSpec(stored: string, fields: readonly string[], kind: 'c' | 'i'): NormalizedRecurrence | undefined {
+  const fixedTime = kind === 'c' && fields[HEAD_FIELDS.c - 1].includes('f');
+  const id = fixedTime ? `${stored}|f` : stored;
+  const known = specs.get(id);
+  if (known) return known;
+  const spec = kind === 'c' ? cronSpec(fields, fixedTime) : intervalSpec(fields);
+  if (!spec) return undefined;
+  if (specs.size >= SPEC_CACHE_SIZE) specs.delete(specs.keys().next().value as string);
+  specs.set(id, Object.freeze(spec));
+  return spec;
+}
+
+function cronSpec([, , cron, zone, dst]: readonly string[], fixedTime: boolean): NormalizedRecurrence | undefined {
+  const policies = keyOf(DST_CODES, dst)?.split(' ') as [DstGapPolicy, DstOverlapPolicy] | undefined;
+  if (!policies || cron === '') return undefined;
+  return { kind: 'cron', cron, timeZone: zone === '' ? 'UTC' : zone, dstGap: policies[0], dstOverlap: policies[1], fixedTime };
+}
+
+function intervalSpec([, , every, anchor]: readonly string[]): NormalizedRecurrence | undefined {
   const everyMs = parseInt(every, 36);
   const anchorMs = parseInt(anchor, 36);
   return Number.isNaN(everyMs) || Number.isNaN(anchorMs) ? undefined : { kind: 'interval', everyMs, anchorMs };
@@ -139,9 +185,11 @@ function missedOfCode(code: string): StoredMissedPolicy | undefined {
     const withinMs = parseInt(code.slice(1), 36);
     return Number.isNaN(withinMs) ? undefined : { kind: 'within', withinMs };
   }
-  const kind = keyOf(MISSED_CODES, code);
-  return kind ? { kind } : undefined;
+  return MISSED_BY_CODE.get(code);
 }
+
+/** The policies without a parameter by stored code, each one shared object (a state is only read). */
+const MISSED_BY_CODE = new Map(Object.entries(MISSED_CODES).map(([kind, code]) => [code, Object.freeze({ kind }) as StoredMissedPolicy]));
 
 function keyOf<T extends string>(codes: Readonly<Record<T, string>>, code: string): T | undefined {
   return (Object.keys(codes) as T[]).find((name) => codes[name] === code);

@@ -88,6 +88,9 @@ export class RedisTopicConsumer {
   private answeredClaimId = '-';
   /** Slots kept for a claim whose reply was lost: asked again, it hands back what it took then. */
   private held = 0;
+  /** Claim ids: this consumer's random prefix and a count, unique without drawing random bytes at every claim. */
+  private readonly claimIdPrefix = `${randomBytes(8).toString('base64url')}.`;
+  private claimCount = 0;
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -193,7 +196,7 @@ export class RedisTopicConsumer {
     // A claim round trip counts as in flight: if shutdown starts meanwhile, drain waits for what it takes to run.
     this.inFlight.enter();
     let reply: Array<string | number>;
-    const claimId = (this.claimId ??= randomBytes(8).toString('base64url'));
+    const claimId = (this.claimId ??= `${this.claimIdPrefix}${(this.claimCount++).toString(36)}`);
     try {
       reply = await this.runClaim(claimId, Math.max(0, limit), TICKS_PER_CLAIM);
       this.failures = 0;
@@ -350,10 +353,11 @@ export class RedisTopicConsumer {
 
   private settle(delivery: Delivery, member: string, outcome: DeliveryOutcome): Promise<void> {
     const { keys } = this.settings;
-    const what = `${quoteInput(this.settings.topic)} / ${quoteInput(delivery.key)}`;
     // An occurrence of a recurring schedule: the outcome script also records it as the schedule's last run.
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? String(delivery.firedAt) : '';
     if (outcome.kind === 'completed') return this.ack(member, delivery.token, startedAt);
+    // Named only off the hot path: a completed run (nearly every run) never needs it.
+    const what = `${quoteInput(this.settings.topic)} / ${quoteInput(delivery.key)}`;
     if (outcome.kind === 'retry') return this.record('retry', [keys.due, keys.env, keys.active, keys.seq, keys.runs, keys.ticks], [member, delivery.token, outcome.delayMs, keys.wake, startedAt], what);
     return this.record('bury', [keys.env, keys.active, keys.dead, keys.deadIndex, keys.runs], [member, delivery.token, outcome.error, keys.itemsPrefix, startedAt], what);
   }

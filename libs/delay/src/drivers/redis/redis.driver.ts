@@ -322,28 +322,50 @@ export class RedisDriver implements DelayDriver {
     if (found && 'absent' in command.expect) return { applied: false, created: [], skipped: [], cancelled: [] };
     const keys = found?.keys ?? view.current.keysFor(command.key);
     const { expect, next } = command;
-    const [expectKind, expectValue] = 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', ''];
-    const [nextKind, nextValue, nextPayload] = next === null ? ['remove', 0, ''] : next === undefined ? ['keep', 0, ''] : [...dueArgs(next.due), next.payload];
-    const occurrences = command.occurrences.flatMap((occurrence) => [occurrence.key, ...dueArgs(occurrence.due), occurrence.payload ?? '']);
+    // advance-series.lua's ARGV, laid out in one array (a step is made for every tick: no intermediate arrays).
+    const args: Array<string | number> = [command.key];
+    if ('token' in expect) args.push('token', expect.token);
+    else if ('payload' in expect) args.push('payload', expect.payload);
+    else args.push('absent', '');
+    args.push(command.overlap);
+    if (next === null) args.push('remove', 0, '');
+    else if (next === undefined) args.push('keep', 0, '');
+    else pushDue(args, next.due).push(next.payload);
+    args.push(keys.wake, command.occurrences.length);
+    for (const occurrence of command.occurrences) {
+      args.push(occurrence.key);
+      pushDue(args, occurrence.due).push(occurrence.payload ?? '');
+    }
+    args.push(command.orphanGraceMs ?? 0);
     const { whileAlive } = command;
-    const whileAliveArgs = whileAlive ? [...dueArgs(whileAlive.next.due), whileAlive.next.payload, whileAlive.skipped.length, ...whileAlive.skipped] : [''];
+    if (whileAlive) {
+      pushDue(args, whileAlive.next.due).push(whileAlive.next.payload, whileAlive.skipped.length);
+      for (const skippedKey of whileAlive.skipped) args.push(skippedKey);
+    } else {
+      args.push('');
+    }
     // Gathered with the other steps of this tick for the shard (the ticks of one claim): one script call for them all.
-    const reply = await this.steps.step(
-      [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared, keys.schedules],
-      [command.key, expectKind, expectValue, command.overlap, nextKind, nextValue, nextPayload, keys.wake, command.occurrences.length, ...occurrences, command.orphanGraceMs ?? 0, ...whileAliveArgs],
-    );
+    const reply = await this.steps.step(seriesStepKeys(keys), args);
     if (Number(reply[0]) === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
     if (Number(reply[0]) !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
     const created = Number(reply[1]);
     const skipped = Number(reply[2]);
-    const members = reply.slice(9).map(String);
+    const members = reply.length > 9 ? reply.slice(9).map(String) : [];
     const nextDueAt = Number(reply[4]);
     const blockedBy: SeriesBlocker | undefined =
       String(reply[5]) === '' ? undefined : { occurrenceKey: String(reply[5]), state: String(reply[6]) === 'running' ? 'running' : 'waiting', dueAt: Number(reply[7]), attempt: Number(reply[8]) };
-    const cancelled = members.slice(created + skipped);
+    // Nearly every step creates its occurrences and no more: the members are then the created ones as they are.
+    const cancelled = created + skipped === members.length ? [] : members.slice(created + skipped);
     // A cancelled occurrence running here is told now; one running on another instance learns it at its next lease renewal.
     if (cancelled.length > 0) for (const topicConsumer of this.consumers.values()) if (topicConsumer.topic === command.topic) topicConsumer.revoke(cancelled);
-    return { applied: true, created: members.slice(0, created), skipped: members.slice(created, created + skipped), cancelled, nextDueAt: nextDueAt < 0 ? undefined : nextDueAt, ...(blockedBy ? { blockedBy } : {}) };
+    const result: AdvanceSeriesResult = {
+      applied: true,
+      created: created === members.length ? members : members.slice(0, created),
+      skipped: skipped === 0 ? [] : members.slice(created, created + skipped),
+      cancelled,
+      nextDueAt: nextDueAt < 0 ? undefined : nextDueAt,
+    };
+    return blockedBy ? { ...result, blockedBy } : result;
   }
 
   async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
@@ -634,6 +656,25 @@ function parseSeriesRun(text: string): SeriesRunRecord | null {
   if (!match) return null;
   const [, outcome, startedAt, attempt, at, occurrence] = match;
   return { outcome: outcome as SeriesRunRecord['outcome'], startedAt: startedAt === '' ? undefined : Number(startedAt), attempt: Number(attempt), at: Number(at), ...readSkippedOccurrence(occurrence) };
+}
+
+/** advance-series.lua's keys of a shard, built once per shard (a step is made for every tick). */
+const stepKeys = new WeakMap<TopicKeys, string[]>();
+
+function seriesStepKeys(keys: TopicKeys): string[] {
+  let found = stepKeys.get(keys);
+  if (!found) {
+    found = [keys.due, keys.env, keys.active, keys.seq, keys.series, keys.ticks, keys.runs, keys.declared, keys.schedules];
+    stepKeys.set(keys, found);
+  }
+  return found;
+}
+
+/** A due time as the scripts take it ('delay' or 'at', then the ms), appended to `args`. */
+function pushDue(args: Array<string | number>, due: DueSpec): Array<string | number> {
+  if ('delayMs' in due) args.push('delay', due.delayMs);
+  else args.push('at', due.atMs);
+  return args;
 }
 
 /** Every shard of every known layout of a topic. */
