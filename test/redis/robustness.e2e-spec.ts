@@ -57,10 +57,11 @@ describe('Redis driver robustness', () => {
     const app = await suite.boot({ driver: { type: 'redis', url: suite.url(), prefix: 'flushed' } }, [Holder]);
     const delay = app.get(DelayService);
     const running = app.get(Holder);
-    await delay.schedule(SLOW, 'quick-before', { delay: 10 });
+    await delay.scheduleMany(SLOW, [{ key: 'quick-before', delay: 10 }]);
     await pollUntil(() => running.finished.includes('quick-before'), 'the action scheduled before the flush', 3_000);
     await suite.raw().script('FLUSH');
-    // The scripts the driver calls from here (schedule, claim, complete) were loaded on its socket before the flush.
+    // The scripts the driver calls from here (scheduleMany, claim, complete) were loaded on its socket before the flush:
+    // it sends each as EVALSHA, which Redis now answers NOSCRIPT.
     await delay.scheduleMany(SLOW, Array.from({ length: 5 }, (_, n) => ({ key: `quick-after-${n}`, delay: 10 })));
     await pollUntil(() => running.finished.filter((key) => key.startsWith('quick-after')).length === 5, 'the actions scheduled after the flush', 3_000);
     await pollUntil(async () => (await delay.count(SLOW)) === 0, 'their completions recorded', 3_000);

@@ -505,9 +505,16 @@ function writeOptions(options: unknown): WriteOptions {
   return options as WriteOptions;
 }
 
-/** A pending action's payload as users read it: a recurring schedule's tick carries its series state (not JSON), shown decoded. */
+/**
+ * A pending action's payload as users read it: a recurring schedule's tick carries its series state (not JSON), shown
+ * decoded, as a copy of its own (the decoder shares its recurrence and policy objects, frozen, between states) without
+ * a held-back instant when there is none.
+ */
 function readPayload(stored: string | undefined): unknown {
-  return decodeSeriesState(stored) ?? parsePayload(stored);
+  const state = decodeSeriesState(stored);
+  if (!state) return parsePayload(stored);
+  const { buffered, ...rest } = state;
+  return { ...rest, spec: { ...state.spec }, missed: { ...state.missed }, ...(buffered === undefined ? {} : { buffered }) };
 }
 
 function toPendingAction<TPayload>(action: StoredAction, payload: unknown): PendingAction<TPayload> {

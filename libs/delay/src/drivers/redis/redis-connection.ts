@@ -1,24 +1,15 @@
 import { Logger } from '@nestjs/common';
-import IORedis, { Cluster, Command, Redis, RedisOptions } from 'ioredis';
+import IORedis, { Cluster, Redis, RedisOptions } from 'ioredis';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { RedisReplicatedWriter } from './redis-replicated-writer';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
+import { RedisScriptCalls } from './redis-script-calls';
 import { RedisSocketWatch } from './redis-socket-watch';
 
 export type RedisClient = Redis | Cluster;
 type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
-
-/**
- * What a script call needs of the ioredis Script that defineCommand made (Commander.scriptsSet): its SHA, its key
- * count and its command class (which sends EVAL with the source the first time on a socket, EVALSHA after).
- */
-interface DefinedScript {
-  readonly sha: string;
-  readonly numberOfKeys: number;
-  readonly Command: new (name: string, args: Array<string | number>, options: { replyEncoding: 'utf8' }) => Command;
-}
 
 export interface RedisConnectionSettings {
   /** Every call settles within this many ms, whatever the network does. */
@@ -70,8 +61,8 @@ export class RedisConnection {
   private corked: Array<{ uncork(): void }> | undefined;
   /** Fails the calls in flight on the client's socket when it closes, instead of at the time bound. */
   private readonly watch: RedisSocketWatch;
-  /** The scripts by command name, when calls can be built directly (see sendScript); empty: through the client's own methods. */
-  private readonly scripts = new Map<string, DefinedScript>();
+  /** Script calls built directly, when the client allows it (see RedisScriptCalls); undefined: through its own methods. */
+  private readonly scriptCalls: RedisScriptCalls | undefined;
 
   constructor(
     source: { url?: string; options?: object; client?: object },
@@ -92,25 +83,7 @@ export class RedisConnection {
     for (const script of Object.values(REDIS_SCRIPTS)) {
       this.client.defineCommand(script.command, { numberOfKeys: script.numberOfKeys, lua: script.lua });
     }
-    this.findScripts();
-  }
-
-  /**
-   * The scripts defineCommand made, for sendScript; none when the client adds anything to a call (a key prefix,
-   * auto-pipelining, friendly error stacks) or is not shaped as expected: calls then go through its own methods.
-   */
-  private findScripts(): void {
-    const client = this.client as unknown as { options?: { keyPrefix?: string; enableAutoPipelining?: boolean; showFriendlyErrorStack?: boolean }; scriptsSet?: Record<string, unknown> };
-    const { options, scriptsSet } = client;
-    if (!options || options.keyPrefix || options.enableAutoPipelining || options.showFriendlyErrorStack || !scriptsSet) return;
-    for (const { command } of Object.values(REDIS_SCRIPTS)) {
-      const script = scriptsSet[command] as Partial<DefinedScript & { keyPrefix: string; readOnly: boolean }> | undefined;
-      if (typeof script?.sha !== 'string' || typeof script.numberOfKeys !== 'number' || typeof script.Command !== 'function' || script.keyPrefix || script.readOnly) {
-        this.scripts.clear();
-        return;
-      }
-      this.scripts.set(command, script as DefinedScript);
-    }
+    this.scriptCalls = RedisScriptCalls.of(this.client, Object.values(REDIS_SCRIPTS).map((script) => script.command));
   }
 
   get isClosed(): boolean {
@@ -198,32 +171,10 @@ export class RedisConnection {
    */
   private send(command: string, keys: string[], args: Array<string | number>): Promise<unknown> {
     if (this.corked === undefined) this.cork();
-    const script = this.scripts.get(command);
-    if (script) return this.sendScript(script, keys, args);
+    const direct = this.scriptCalls?.send(command, keys, args);
+    if (direct) return direct;
     const call = (this.client as unknown as Record<string, ScriptCall>)[command];
     return call.call(this.client, ...keys, ...args);
-  }
-
-  /**
-   * The call the client's script method would make (Script.execute), its arguments laid out once: ioredis
-   * builds a command by copying its arguments three times and flattening them with Array.prototype.flat,
-   * about 0.1 µs per argument, which is most of its cost for calls of thousands (advance-series-many, complete).
-   * The command is built empty and given the arguments, already flat and as text. As Script.execute does, a NOSCRIPT
-   * (the script cache flushed) is sent again, which the command class sends with the script's source.
-   */
-  private sendScript(script: DefinedScript, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-    const argv: string[] = [script.sha, String(script.numberOfKeys)];
-    for (let n = 0; n < keys.length; n++) argv.push(keys[n]);
-    for (let n = 0; n < args.length; n++) argv.push(argText(args[n]));
-    const client = this.client;
-    const evalsha = scriptCommand(script, argv);
-    evalsha.promise = evalsha.promise.catch((error: unknown) => {
-      if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      // The same arguments, the first (the source, if the command class sent an EVAL) the SHA again, as Script.execute sends.
-      argv[0] = script.sha;
-      return client.sendCommand(scriptCommand(script, argv));
-    });
-    return client.sendCommand(evalsha) as Promise<unknown>;
   }
 
   private cork(): void {
@@ -342,19 +293,6 @@ export class RedisConnection {
     if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) return error;
     return new DriverUnavailableError(`Redis did not answer ${what}: ${describeError(error)}`, error);
   }
-}
-
-/** An EVALSHA of `script` with `argv` (SHA, key count, keys, arguments): built with no arguments, so ioredis does not flatten them again. */
-function scriptCommand(script: DefinedScript, argv: string[]): Command {
-  const command = new script.Command('evalsha', [], { replyEncoding: 'utf8' });
-  command.args = argv;
-  return command;
-}
-
-/** An argument as the command's text, as ioredis writes it (its toArg): an integer past the safe range in full. */
-function argText(value: string | number): string {
-  if (typeof value === 'string') return value;
-  return Number.isInteger(value) && !Number.isSafeInteger(value) ? BigInt(value).toString() : String(value);
 }
 
 function isReplyError(error: unknown): error is Error {
