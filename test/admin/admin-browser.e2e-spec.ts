@@ -33,7 +33,8 @@ describe('admin page in a browser', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install Debian's chromium package (apt-get install chromium), or set CHROMIUM_BIN`);
     profile = mkdtempSync(join(tmpdir(), 'nestjs-delay-chromium-'));
     browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, offline: false });
-  });
+    // A browser's first start on a loaded two-core machine (the suite's longest files start with it) took over 20 s.
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
