@@ -176,8 +176,16 @@ export class RedisScheduler {
   }
 }
 
+/** A due time as the scripts take it: 'delay' or 'at', then the ms. */
 export function dueArgs(due: DueSpec): ['delay' | 'at', number] {
   return 'delayMs' in due ? ['delay', due.delayMs] : ['at', due.atMs];
+}
+
+/** The same two arguments appended to `args`, which it returns (a series step is built for every tick: no array of its own). */
+export function pushDue(args: Array<string | number>, due: DueSpec): Array<string | number> {
+  if ('delayMs' in due) args.push('delay', due.delayMs);
+  else args.push('at', due.atMs);
+  return args;
 }
 
 /**

@@ -40,7 +40,7 @@ import { LayoutView, RedisTopicLayouts } from './redis-topic-layouts';
 import { TopicLayout } from './redis-topic-layout';
 import { RedisWakeSubscriber } from './redis-wake-subscriber';
 import { RedisTopicControl } from './redis-topic-control';
-import { dueArgs, refusal, RedisScheduler } from './redis-scheduler';
+import { dueArgs, pushDue, refusal, RedisScheduler } from './redis-scheduler';
 import { RedisSeriesSteps } from './redis-series-steps';
 import { DriverHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
@@ -670,12 +670,6 @@ function seriesStepKeys(keys: TopicKeys): string[] {
   return found;
 }
 
-/** A due time as the scripts take it ('delay' or 'at', then the ms), appended to `args`. */
-function pushDue(args: Array<string | number>, due: DueSpec): Array<string | number> {
-  if ('delayMs' in due) args.push('delay', due.delayMs);
-  else args.push('at', due.atMs);
-  return args;
-}
 
 /** Every shard of every known layout of a topic. */
 function allShards(view: LayoutView): TopicKeys[] {
