@@ -203,8 +203,13 @@ export class PostgresTopicConsumer {
 
   /** Whether a claim's reply was lost and the claim was not asked again yet (see takeLostClaims). */
   get hasLostClaim(): boolean {
+    return !this.claiming && this.liveLostClaims().length > 0;
+  }
+
+  /** The lost claims whose lease may still hold what they took (those past it are the next claim's to take back). */
+  private liveLostClaims(): Array<{ id: string; until: number }> {
     const now = Date.now();
-    return !this.claiming && this.lostClaims.some((lost) => lost.until > now);
+    return this.lostClaims.filter((lost) => lost.until > now);
   }
 
   /**
@@ -214,8 +219,7 @@ export class PostgresTopicConsumer {
    * The call is bounded by `timeoutMs`; the driver asks again while the database is unreachable.
    */
   async takeLostClaims(timeoutMs: number): Promise<{ claimIds: string[]; members: string[]; tokens: string[] }> {
-    const now = Date.now();
-    const claimIds = this.lostClaims.filter((lost) => lost.until > now).map((lost) => lost.id);
+    const claimIds = this.liveLostClaims().map((lost) => lost.id);
     if (claimIds.length === 0 || this.claiming) return { claimIds: [], members: [], tokens: [] };
     const rows = await this.connection.query(this.sql.recover, [this.settings.topic, claimIds, this.settings.leaseMs], timeoutMs);
     this.lostClaims = [];
@@ -286,7 +290,7 @@ export class PostgresTopicConsumer {
     let sentAt = 0;
     const claimId = randomBytes(8).toString('base64url');
     try {
-      this.lostClaims = this.lostClaims.filter((lost) => lost.until > Date.now());
+      this.lostClaims = this.liveLostClaims();
       if (this.lostClaims.length > 0) {
         recovered = await this.connection.query(this.sql.recover, [topic, this.lostClaims.map((lost) => lost.id), leaseMs]);
         // Asked for no more once the claim below returns (what they took runs then); asked for again if it fails.

@@ -670,7 +670,6 @@ function seriesStepKeys(keys: TopicKeys): string[] {
   return found;
 }
 
-
 /** Every shard of every known layout of a topic. */
 function allShards(view: LayoutView): TopicKeys[] {
   return view.all.flatMap((layout) => layout.shards);
