@@ -98,13 +98,26 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
         await sleep(100);
       }
     })();
+    const startedAt = Date.now();
     await Promise.all([
       delay.upsertRecurring('overlap.skip', 'k', { every: '1s', overlap: 'skip' }),
       delay.upsertRecurring('overlap.allow', 'k', { every: '1s', overlap: 'allow' }),
       delay.upsertRecurring('overlap.cancel', 'k', { every: '1s', overlap: 'cancelPrevious' }),
       delay.upsertRecurring('overlap.buffer', 'k', { every: '1s', overlap: 'bufferOne' }),
     ]);
-    await sleep(6_500);
+    // Waits for what each policy must show rather than a fixed 6.5 s: a busy machine may start the first ones late.
+    const cancelled = (): number => events.filter((event) => event.type === 'cancelled' && event.topic === 'overlap.cancel').length;
+    await pollUntil(
+      () =>
+        sizeOf(events, 'recurringFired', 'overlap.allow') >= 5 &&
+        sizeOf(events, 'recurringFired', 'overlap.cancel') >= 5 &&
+        cancelled() >= 3 &&
+        sizeOf(events, 'recurringSkipped', 'overlap.skip') >= 2 &&
+        sizeOf(events, 'recurringSkipped', 'overlap.buffer') >= 1,
+      'five occurrences of allow and cancelPrevious, skips of skip and bufferOne',
+      20_000,
+    );
+    const elapsed = Date.now() - startedAt;
     await Promise.all(['overlap.skip', 'overlap.allow', 'overlap.cancel', 'overlap.buffer'].map((topic) => delay.removeRecurring(topic, 'k')));
     sampling = false;
     await sampler;
@@ -113,19 +126,19 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
 
     // skip: nothing new while one waits or runs, so at most one start in each 2.5 s.
     expect(sizeOf(events, 'recurringSkipped', 'overlap.skip')).toBeGreaterThanOrEqual(2);
-    expect(started.get('overlap.skip') ?? 0).toBeLessThanOrEqual(3);
+    expect(started.get('overlap.skip') ?? 0).toBeLessThanOrEqual(Math.floor(elapsed / 2_500) + 1);
     // allow: every instant is created, none refused.
     expect(sizeOf(events, 'recurringSkipped', 'overlap.allow')).toBe(0);
     expect(sizeOf(events, 'recurringFired', 'overlap.allow')).toBeGreaterThanOrEqual(5);
     // cancelPrevious: each new occurrence cancels the one before it, waiting or running.
     expect(sizeOf(events, 'recurringSkipped', 'overlap.cancel')).toBe(0);
     expect(sizeOf(events, 'recurringFired', 'overlap.cancel')).toBeGreaterThanOrEqual(5);
-    expect(events.filter((event) => event.type === 'cancelled' && event.topic === 'overlap.cancel').length).toBeGreaterThanOrEqual(3);
+    expect(cancelled()).toBeGreaterThanOrEqual(3);
     // bufferOne: one runs or waits, one is held back (in the tick's state, not created), the rest are refused; never two waiting.
     expect(sizeOf(events, 'recurringSkipped', 'overlap.buffer')).toBeGreaterThanOrEqual(1);
     expect(mostWaiting).toBeLessThanOrEqual(1);
     expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
-  }, 30_000);
+  }, 45_000);
 
   it('a live run longer than the recurring lease is renewed, never taken back: nothing else of its schedule starts meanwhile', async () => {
     const app = await bootDelayApp({ driver: { type: 'postgres', connectionString: server.url, schema: fresh() }, shutdownTimeout: '1s' }, [Lingering]);
@@ -287,7 +300,8 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
       // Both run for longer than the grace: the old instance's beats keep B declared.
       const bothFrom = count('orphan.b');
       await sleep(5_000);
-      expect(count('orphan.b')).toBeGreaterThanOrEqual(bothFrom + 3);
+      // At least three more runs (polled past the 5 s: a busy machine may run them late).
+      await pollUntil(() => count('orphan.b') >= bothFrom + 3, 'three runs of B while both instances run', 10_000);
       expect(await delay.getRecurring('orphan.b', 'default')).toMatchObject({ declared: true });
     } finally {
       await old.close();

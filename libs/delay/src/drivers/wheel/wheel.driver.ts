@@ -7,7 +7,6 @@ import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
 import {
   AdvanceSeriesCommand,
   AdvanceSeriesResult,
-  SeriesBlocker,
   SeriesPageRequest,
   SeriesRunRecord,
   CollectCommand,
@@ -31,9 +30,9 @@ import { DEFAULT_HORIZON_MS, resolveDueAt } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { runDelivery } from '../run-delivery';
 import { markSameTickWrappers } from '../same-tick-forms';
-import { ActionArena, ActionQueue, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
-import { KeyIndex } from './key-index';
-import { TickKeys } from './tick-keys';
+import { ActionArena, ArenaPayload, isBatch, NIL, ORPHANED, READY, RUNNING } from './action-arena';
+import { stepSeries, WheelSeriesHost } from './wheel-series-step';
+import { TopicState } from './wheel-topic-state';
 import { compareCodePoints } from '../../utils/code-point-order';
 import { TimingWheel } from './timing-wheel';
 import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
@@ -48,52 +47,6 @@ export interface WheelDriverOptions {
   readonly tickMs?: number;
   /** Default: the system clock. */
   readonly clock?: DelayClock;
-}
-
-/** Per-topic bookkeeping: the key index, the due queue, the dead set. */
-class TopicState {
-  /** key → arena index, for every waiting or running action, and every open batch. */
-  readonly index: KeyIndex;
-  /**
-   * Batches that are closed (full, or handed to their handler) but not done:
-   * no longer reachable by key, since new items for the key open a new batch.
-   */
-  readonly detached = new Set<number>();
-  /** Due actions waiting for a free handler slot, oldest first. */
-  readonly ready = new ActionQueue();
-
-  /** The ready queue `key` waits in. */
-  queueFor(key: string): ActionQueue {
-    return this.ticks.size > 0 && this.ticks.has(key) ? this.readyTicks : this.ready;
-  }
-  readonly dead = new Map<string, StoredDeadAction>();
-  /** Handlers allowed at once here; 0 while no handler consumes the topic. */
-  concurrency = 0;
-  /** Runs whose outcome is awaited, orphaned ones included. */
-  running = 0;
-  /** Of those, runs cancelled or re-armed meanwhile (no longer pending). */
-  orphans = 0;
-  paused = false;
-  warnedUnhandled = false;
-  /** Recurring series key → keys of its occurrences that may still be waiting or running. */
-  readonly series = new Map<string, string[]>();
-  /** Keys of the recurring series' ticks: they wait in their own queue and take no handler slot. */
-  readonly ticks = new TickKeys();
-  readonly readyTicks = new ActionQueue();
-  /** Of `running`, the ticks. */
-  runningTicks = 0;
-  /** Recurring series key → its last run (recorded with the outcome of an occurrence, or a skip). */
-  readonly runs = new Map<string, SeriesRunRecord>();
-  /** Recurring series key → until when a running instance declares it in code (declareSeries). */
-  readonly declared = new Map<string, number>();
-
-  constructor(
-    readonly id: number,
-    readonly name: string,
-    arena: ActionArena,
-  ) {
-    this.index = new KeyIndex(arena);
-  }
 }
 
 /**
@@ -132,6 +85,14 @@ export class WheelDriver implements SameTickDriver {
   private pumpQueued = false;
   /** Runs started since the event loop last had a turn (see RUNS_PER_TURN). */
   private startedThisTurn = 0;
+  /** What a series step uses of this driver (wheel-series-step.ts). */
+  private readonly seriesHost: WheelSeriesHost = {
+    arena: this.arena,
+    horizonMs: this.horizonMs,
+    now: () => this.clock.now(),
+    arm: (state, key, payload, dueAt, existing) => this.arm(state, key, payload, dueAt, existing),
+    cancel: (topic, key) => this.cancelNow(topic, key),
+  };
 
   constructor(options: WheelDriverOptions = {}) {
     this.tickMs = options.tickMs ?? 100;
@@ -399,91 +360,8 @@ export class WheelDriver implements SameTickDriver {
   }
 
   async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
-    return this.advanceSeriesNow(command);
-  }
-
-  /** One synchronous step, so nothing else can come between the check and the writes. */
-  private advanceSeriesNow(command: AdvanceSeriesCommand): AdvanceSeriesResult {
     this.assertOpen();
-    const state = this.topic(command.topic);
-    const { arena } = this;
-    const tick = state.index.get(command.key);
-    const { expect } = command;
-    const holds =
-      'token' in expect
-        ? tick !== undefined && arena.where[tick] === RUNNING && String(arena.token[tick]) === expect.token
-        : 'payload' in expect
-          ? tick !== undefined && !isBatch(arena.payloads[tick]) && arena.payloads[tick] === expect.payload
-          : tick === undefined;
-    if (!holds) return { applied: false, created: [], skipped: [], cancelled: [] };
-    if ('absent' in expect) state.runs.delete(command.key);
-    if (tick !== undefined && isBatch(arena.payloads[tick])) throw new ActionKindConflictError(command.topic, command.key, 'batch');
-    const now = this.clock.now();
-    if (command.orphanGraceMs !== undefined && command.orphanGraceMs > 0) {
-      const mark = state.declared.get(command.key);
-      if (mark === undefined) {
-        state.declared.set(command.key, now + command.orphanGraceMs);
-      } else if (mark < now) {
-        // No running instance declares it any more: removed, as a removeRecurring would.
-        if (tick !== undefined) this.cancelNow(command.topic, command.key);
-        this.forgetSeries(state, command.key);
-        return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
-      }
-    }
-    // The series' previous occurrences still waiting or running (a cancelled or finished one has left the index).
-    let alive: string[] = [];
-    // The one named as the reason of a refusal: the first running, else the latest waiting.
-    let blocker: SeriesBlocker | undefined;
-    for (const key of state.series.get(command.key) ?? []) {
-      const i = state.index.get(key);
-      if (i === undefined) continue;
-      alive.push(key);
-      const running = arena.where[i] === RUNNING;
-      if (blocker === undefined || blocker.state === 'waiting') {
-        blocker = { occurrenceKey: key, state: running ? 'running' : 'waiting', dueAt: arena.dueAt[i], attempt: arena.attempt[i] };
-      }
-    }
-    const created: string[] = [];
-    let skipped: string[] = [];
-    const cancelled: string[] = [];
-    let nextDueAt: number | undefined;
-    const { overlap } = command;
-    // 'bufferOne' never lets two occurrences of a series be alive: with one alive, the new one is held back (whileAlive) or refused.
-    const refused = command.occurrences.length > 0 && alive.length > 0 && (overlap === 'skip' || overlap === 'bufferOne');
-    const held = refused && overlap === 'bufferOne' && command.whileAlive !== undefined;
-    if (command.occurrences.length > 0 && overlap === 'cancelPrevious') {
-      for (const key of alive) if (this.cancelNow(command.topic, key)) cancelled.push(key);
-      alive = [];
-    }
-    if (held) {
-      skipped = [...(command.whileAlive as NonNullable<AdvanceSeriesCommand['whileAlive']>).skipped];
-    } else {
-      for (const occurrence of command.occurrences) {
-        if (refused || state.index.get(occurrence.key) !== undefined) {
-          skipped.push(occurrence.key);
-          continue;
-        }
-        const dueAt = resolveDueAt(occurrence.due, now, Infinity, this.horizonMs);
-        this.arm(state, occurrence.key, occurrence.payload, dueAt, undefined);
-        created.push(occurrence.key);
-      }
-    }
-    if (refused && skipped.length > 0) state.runs.set(command.key, { outcome: 'skipped', occurrenceKey: skipped[skipped.length - 1], startedAt: undefined, attempt: 0, at: now, blockedBy: blocker });
-    alive.push(...created);
-    const next = held ? command.whileAlive?.next : command.next;
-    if (next === null) {
-      if (tick !== undefined) this.cancelNow(command.topic, command.key);
-      this.forgetSeries(state, command.key);
-    } else {
-      if (next !== undefined) {
-        state.ticks.add(command.key);
-        nextDueAt = resolveDueAt(next.due, now, Infinity, this.horizonMs);
-        this.arm(state, command.key, next.payload, nextDueAt, state.index.get(command.key));
-      }
-      if (alive.length > 0) state.series.set(command.key, alive);
-      else state.series.delete(command.key);
-    }
-    return { applied: true, created, skipped, cancelled, nextDueAt, ...(refused ? { blockedBy: blocker } : {}) };
+    return stepSeries(this.seriesHost, this.topic(command.topic), command);
   }
 
   async declareSeries(topic: string, keys: readonly string[], forMs: number): Promise<void> {
@@ -496,14 +374,6 @@ export class WheelDriver implements SameTickDriver {
   async lastSeriesRuns(topic: string, keys: readonly string[]): Promise<ReadonlyArray<SeriesRunRecord | null>> {
     const state = this.topicStates.get(topic);
     return keys.map((key) => state?.runs.get(key) ?? null);
-  }
-
-  /** A removed series: its tick is gone already; its bookkeeping goes too. */
-  private forgetSeries(state: TopicState, key: string): void {
-    state.series.delete(key);
-    state.ticks.delete(key);
-    state.runs.delete(key);
-    state.declared.delete(key);
   }
 
   async health(): Promise<DriverHealth> {
