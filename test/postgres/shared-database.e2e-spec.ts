@@ -346,7 +346,8 @@ describe('postgres: a database shared with other roles', () => {
     await pollUntil(() => consumer.worker.runs.some((run) => run.key === 'timed'), 'the run', 10_000);
     const run = consumer.worker.runs.find((r) => r.key === 'timed')!;
     expect(producer.worker.runs).toEqual([]);
-    // Before: the offset taken when that reply arrived was 1.5 s short, and the timer fired that much late.
-    expect(run.at - dueAt.getTime()).toBeLessThan(700);
+    // Before: the offset taken when that reply arrived was 1.5 s short, and the timer fired that much late (the bound
+    // leaves a busy machine room, and still tells the two apart).
+    expect(run.at - dueAt.getTime()).toBeLessThan(1_000);
   }, 30_000);
 });
