@@ -21,12 +21,14 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
     recorder.react(R, 'flaky', (run) => {
       if (run.attempt === 1 && run.items[0] === 'a') throw new Error('receiver down');
     });
-    for (const item of ['a', 'b', 'c']) await delay.collect(R, 'flaky', item, { window: 100 });
+    // A window far longer than the case, ended by runNow: a busy machine must not close the batch between the items.
+    for (const item of ['a', 'b', 'c']) await delay.collect(R, 'flaky', item, { window: '1h' });
+    expect(await delay.runNow(R, 'flaky')).toBe(true);
     await fixture.waitFor(() => events.some((event) => event.type === 'retrying'), 'the first attempt fails', 400);
     expect(recorder.runs).toHaveLength(1);
 
     // The failed batch stays closed: a new item does not join the retry.
-    const late = await delay.collect(R, 'flaky', 'd', { window: 300 });
+    const late = await delay.collect(R, 'flaky', 'd', { window: '1h' });
     expect([late.size, late.flushed]).toEqual([1, false]);
     expect((await delay.get(R, 'flaky'))?.items).toEqual(['d']);
     expect(await delay.count(R)).toBe(2);
@@ -37,6 +39,8 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
     expect(second).toMatchObject({ key: 'flaky', items: ['a', 'b', 'c'], attempt: 2 });
     expect(second.firedAt - first.firedAt).toBeGreaterThanOrEqual(RETRY_BACKOFF_MS);
 
+    // The batch opened during the retry, ended now.
+    expect(await delay.runNow(R, 'flaky')).toBe(true);
     await fixture.waitFor(() => recorder.runs.length === 3, 'the batch opened during the retry', 600);
     expect(recorder.runs[2]).toMatchObject({ key: 'flaky', items: ['d'], attempt: 1 });
     await fixture.waitFor(async () => (await delay.count(R)) === 0, 'nothing left pending', 400);
@@ -45,12 +49,14 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
       ['collected', undefined, 1],
       ['collected', undefined, 2],
       ['collected', undefined, 3],
+      ['rescheduled', undefined, undefined],
       ['fired', 1, 3],
       ['failed', 1, 3],
       ['retrying', 1, 3],
       ['collected', undefined, 1],
       ['fired', 2, 3],
       ['completed', 2, 3],
+      ['rescheduled', undefined, undefined],
       ['fired', 1, 1],
       ['completed', 1, 1],
     ]);
@@ -62,7 +68,7 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
       throw new Error('rejected');
     });
     await delay.schedule(R, 'shared', { delay: 10, payload: { single: true } });
-    await fixture.waitFor(async () => (await delay.countDead(R)) === 1, 'the single action dies', 600);
+    await fixture.waitFor(async () => (await delay.countDead(R)) === 1, 'the single action dies', RETRY_BACKOFF_MS + 600);
     await delay.collect(R, 'shared', 'kept', { window: '1h' });
 
     await expect(delay.redrive(R, 'shared')).rejects.toMatchObject({ code: 'ERR_DELAY_KIND_CONFLICT', key: 'shared' });
@@ -79,8 +85,9 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
     recorder.react(R, 'doomed', () => {
       if (!healthy) throw new Error('rejected');
     });
-    for (const item of ['x', 'y', 'z']) await delay.collect(R, 'doomed', item, { window: 100 });
-    await fixture.waitFor(async () => (await delay.countDead(R)) === 1, 'the batch dies', 600);
+    for (const item of ['x', 'y', 'z']) await delay.collect(R, 'doomed', item, { window: '1h' });
+    expect(await delay.runNow(R, 'doomed')).toBe(true);
+    await fixture.waitFor(async () => (await delay.countDead(R)) === 1, 'the batch dies', RETRY_BACKOFF_MS + 600);
     expect(recorder.batchesOf(R, 'doomed')).toEqual([
       ['x', 'y', 'z'],
       ['x', 'y', 'z'],
@@ -92,7 +99,7 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
 
     // A second batch of the same key dies as a unit of its own.
     await delay.collect(R, 'doomed', 'w', { window: 100 });
-    await fixture.waitFor(async () => (await delay.countDead(R)) === 2, 'the second batch dies', 600);
+    await fixture.waitFor(async () => (await delay.countDead(R)) === 2, 'the second batch dies', 100 + RETRY_BACKOFF_MS + 600);
     const dead = await delay.listDead(R);
     expect(dead.total).toBe(2);
     expect(dead.items.map((record) => [record.key, record.items, record.attempts, record.error])).toEqual([
@@ -136,13 +143,15 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
     recorder.react(T, 'slow', async (run) => {
       if (run.items[0] === 1) await latch.released;
     });
-    await delay.collect(T, 'slow', 1, { window: 100 });
-    await delay.collect(T, 'slow', 2, { window: 100 });
+    // Windows far longer than the case, ended by runNow: a busy machine must not close a batch between its items.
+    await delay.collect(T, 'slow', 1, { window: '1h' });
+    await delay.collect(T, 'slow', 2, { window: '1h' });
+    expect(await delay.runNow(T, 'slow')).toBe(true);
     await fixture.waitFor(() => recorder.runs.length === 1, 'the first batch starts', 400);
     expect(recorder.active).toBe(1);
 
     const statuses = [];
-    for (const n of [3, 4, 5]) statuses.push(await delay.collect(T, 'slow', n, { window: 100 }));
+    for (const n of [3, 4, 5]) statuses.push(await delay.collect(T, 'slow', n, { window: '1h' }));
     expect(statuses.map((status) => [status.size, status.flushed])).toEqual([
       [1, false],
       [2, false],
@@ -159,6 +168,7 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
     ]);
 
     latch.release();
+    expect(await delay.runNow(T, 'slow')).toBe(true);
     await fixture.waitFor(() => recorder.runs.length === 2, 'the second batch', 600);
     await fixture.waitFor(async () => (await delay.count(T)) === 0, 'both batches done', 400);
     await fixture.elapse(200);

@@ -41,13 +41,16 @@ describe.each(batchDrivers())('collect: when a batch is handed over ($name)', (f
 
   it('keeps batches of different keys apart', async () => {
     const { delay, recorder } = await fixture.boot();
-    await delay.collect(T, 'a', 'a1', { window: 100 });
-    await delay.collect(T, 'b', 'b1', { window: 300 });
-    await delay.collect(T, 'a', 'a2', { window: 100 });
-    await delay.collect(T, 'b', 'b2', { window: 300 });
+    // Windows far longer than the case, ended one at a time by runNow: a busy machine must not close one midway.
+    await delay.collect(T, 'a', 'a1', { window: '1h' });
+    await delay.collect(T, 'b', 'b1', { window: '1h' });
+    await delay.collect(T, 'a', 'a2', { window: '1h' });
+    await delay.collect(T, 'b', 'b2', { window: '1h' });
+    expect(await delay.runNow(T, 'a')).toBe(true);
     await fixture.waitFor(() => recorder.runs.length === 1, 'the batch of a', 400);
     expect(recorder.runs.map((run) => [run.key, run.items])).toEqual([['a', ['a1', 'a2']]]);
     expect((await delay.get(T, 'b'))?.items).toEqual(['b1', 'b2']);
+    expect(await delay.runNow(T, 'b')).toBe(true);
     await fixture.waitFor(() => recorder.runs.length === 2, 'the batch of b', 400);
     expect(recorder.runs.map((run) => [run.key, run.items])).toEqual([
       ['a', ['a1', 'a2']],

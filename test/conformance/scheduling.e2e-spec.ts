@@ -30,7 +30,9 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
     expect(await t.delay.get(TOPIC.basic, key)).toEqual(pending);
 
     await fx.elapseTo(dueAt - fx.marginMs);
-    expect(t.probe.calls).toEqual([]);
+    // Nothing ran before its due time (on a busy machine the real-time fixtures may wake here after it: a run seen
+    // since then is not early).
+    expect(t.probe.calls.filter((call) => call.seenAt < call.dueAt)).toEqual([]);
 
     await fx.waitFor(() => t.probe.calls.length > 0, 'the first run', dueAt - fx.now() + fx.latenessMs);
     await fx.waitFor(async () => (await t.delay.count(TOPIC.basic)) === 0, 'the ack');
@@ -301,7 +303,7 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
     expect(byMs.dueAt.getTime()).toBe(atMs);
 
     await fx.elapseTo(atMs - fx.marginMs);
-    expect(t.probe.calls).toEqual([]);
+    expect(t.probe.calls.filter((call) => call.seenAt < call.dueAt)).toEqual([]);
 
     await fx.waitFor(() => t.probe.calls.length === 2, 'both runs', atDate.getTime() - fx.now() + fx.latenessMs);
     expect(t.probe.calls.map((call) => [call.key, call.dueAt])).toEqual([

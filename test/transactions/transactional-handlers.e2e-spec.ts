@@ -259,7 +259,8 @@ describe('transactional handlers on every client', () => {
     it('a batch (collect) is one run: its items are written together, a throw rolls them all back, the retry commits the whole batch once', async () => {
       const invoice = key('batch');
       failOn.set(invoice, [1]);
-      for (const line of ['a', 'b', 'c']) await delay.collect(BATCH_TOPIC, invoice, line, { window: 100 });
+      // A window longer than the three calls take on a busy machine: the three lines are one batch.
+      for (const line of ['a', 'b', 'c']) await delay.collect(BATCH_TOPIC, invoice, line, { window: 1_000 });
       await pollUntil(async () => runsOf(invoice).includes(2) && (await delay.count(BATCH_TOPIC)) === 0, `the batch ${invoice} completed`, 30_000, 20);
       expect(runsOf(invoice)).toEqual([1, 2]);
       expect(await domainRows(invoice)).toEqual([`${invoice}#2:a`, `${invoice}#2:b`, `${invoice}#2:c`]);

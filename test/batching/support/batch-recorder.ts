@@ -14,7 +14,8 @@ export const BATCH_TOPIC = {
 } as const;
 
 export const RETRY_ATTEMPTS = 2;
-export const RETRY_BACKOFF_MS = 40;
+// Longer than the few calls a case makes between an attempt's failure and its retry, even on a busy machine.
+export const RETRY_BACKOFF_MS = 1_000;
 
 /** One handler run, as the handler saw it. */
 export interface BatchRun {
