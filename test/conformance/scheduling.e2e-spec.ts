@@ -86,13 +86,14 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
     await t.delay.collect(TOPIC.basic, 'batch', 'item', { window: '1h' });
     // Made in one tick, none awaited before the next is made (on Redis they share one script call).
     const calls = [
-      t.delay.schedule(TOPIC.basic, 'x', { delay: 100, payload: { v: 1 } }),
-      t.delay.schedule(TOPIC.basic, 'x', { delay: 400, payload: { v: 2 }, ifExists: 'keep' }),
+      // Due times far enough ahead that the reads below come before any run, even on a busy machine.
+      t.delay.schedule(TOPIC.basic, 'x', { delay: 1_000, payload: { v: 1 } }),
+      t.delay.schedule(TOPIC.basic, 'x', { delay: 4_000, payload: { v: 2 }, ifExists: 'keep' }),
       t.delay.schedule(TOPIC.basic, 'old', { at: fx.now() - 2 * 86_400_000 }),
       t.delay.schedule(TOPIC.basic, 'batch', { delay: 100 }),
-      t.delay.schedule(TOPIC.basic, 'gone', { delay: 100, payload: { v: 'gone' } }),
-      t.delay.schedule(TOPIC.basic, 'x', { delay: 150, payload: { v: 3 } }),
-      t.delay.schedule(TOPIC.basic, 'y', { delay: 150 }),
+      t.delay.schedule(TOPIC.basic, 'gone', { delay: 1_000, payload: { v: 'gone' } }),
+      t.delay.schedule(TOPIC.basic, 'x', { delay: 2_000, payload: { v: 3 } }),
+      t.delay.schedule(TOPIC.basic, 'y', { delay: 2_000 }),
     ];
     const cancelled = t.delay.cancel(TOPIC.basic, 'gone');
     const settled = await Promise.allSettled(calls);
@@ -117,7 +118,7 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
     // The batch, x and y.
     expect(await t.delay.count(TOPIC.basic)).toBe(3);
 
-    await fx.waitFor(() => t.probe.calls.length >= 2, 'the runs of x and y', 150 + fx.latenessMs + 100);
+    await fx.waitFor(() => t.probe.calls.length >= 2, 'the runs of x and y', 2_000 + fx.latenessMs + 100);
     await fx.elapse(400);
     expect(t.probe.calls.map((call) => [call.key, call.payload]).sort()).toEqual([
       ['x', { v: 3 }],
