@@ -76,4 +76,38 @@ describe('faults: Redis stalls with a claim in flight while the instance shuts d
     );
     expect({ allRan, settled, perKey, attempts, dead }).toEqual({ allRan: true, settled: true, perKey: [1], attempts: [1], dead: 0 });
   }, 45_000);
+
+  it('Redis stays stopped for the whole shutdown: app.close() still settles within shutdownTimeout + 3 x commandTimeout (the claim, the ask, the QUIT)', async () => {
+    const prefix = `stalled-claim-stays-${process.pid}`;
+    const ledger = new FaultLedger();
+    const fast = { lease: '2s', commandTimeout: '1s' } as const;
+    const producer = await instance(prefix, ledger, { proxied: false, consume: false }, fast);
+    const worker = await instance(prefix, ledger, { proxied: true, consume: true }, fast);
+    let dueAt = 0;
+    for (const key of KEYS) {
+      const { dueAt: at } = await producer.delay.schedule(FAULT.once, key, { delay: 1_000 });
+      ledger.armed(FAULT.once, key, at);
+      dueAt = Math.max(dueAt, at.getTime());
+    }
+    const claimsOfTopic = driverScript('claim');
+    let pausedAt = 0;
+    rig.proxy.onCommand((words) => {
+      if (pausedAt === 0 && Date.now() > dueAt && claimsOfTopic(words) && words.some((word) => word.includes(`{${FAULT.once}}`))) {
+        pausedAt = Date.now();
+        rig.redis.pause();
+      }
+      return false;
+    }, 'before');
+    expect(await eventually(() => pausedAt > 0, 5_000)).toBe(true);
+    const closeStarted = Date.now();
+    try {
+      await within(worker.app.close(), 20_000, 'the worker app.close()');
+    } finally {
+      rig.redis.resume();
+    }
+    const took = Date.now() - closeStarted;
+    report(`Redis stopped for the whole shutdown: app.close() took ${took} ms (shutdownTimeout 300 ms, commandTimeout 1000 ms)`);
+    // A busy machine's margin on top of the bound.
+    expect(took).toBeLessThan(300 + 3 * 1_000 + 1_500);
+  }, 45_000);
 });
