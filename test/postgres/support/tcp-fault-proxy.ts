@@ -14,6 +14,7 @@ import { AddressInfo, createServer, Server, Socket, connect } from 'node:net';
 export class TcpFaultProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
   private readonly resets: Array<{ marker: string; left: number; at: number[] }> = [];
+  private readonly holds: Array<{ marker: string; left: number; at: number[] }> = [];
   /** The texts of the simple-protocol queries (Query messages) clients sent, once recordQueries() was called. */
   private recorded: string[] | undefined;
   /** Named statements seen parsed on any connection, name → text: a later run of one sends only its name. */
@@ -60,6 +61,17 @@ export class TcpFaultProxy {
     return rule;
   }
 
+  /**
+   * The next `count` statements whose text holds `marker` reach the server and run; from then on the server's
+   * replies on the connection that sent each stay in the proxy (held, not lost) until heal(). `at` fills with the
+   * time of each.
+   */
+  holdReplies(marker: string, count = 1): { readonly at: readonly number[] } {
+    const rule = { marker, left: count, at: [] as number[] };
+    this.holds.push(rule);
+    return rule;
+  }
+
   /** From now on, the text of every simple-protocol query (a Query message) any client sends, in order. */
   recordQueries(): { readonly texts: readonly string[] } {
     this.recorded = [];
@@ -69,6 +81,13 @@ export class TcpFaultProxy {
   private inspect(pair: { client: Socket; upstream: Socket }, chunk: Buffer): void {
     if (this.recorded) this.recorded.push(...queryTexts(chunk));
     const text = this.withNamedTexts(chunk.toString('latin1'));
+    const hold = this.holds.find((candidate) => candidate.left > 0 && text.includes(candidate.marker));
+    if (hold) {
+      hold.left--;
+      hold.at.push(Date.now());
+      pair.upstream.unpipe(pair.client);
+      pair.upstream.pause();
+    }
     const rule = this.resets.find((candidate) => candidate.left > 0 && text.includes(candidate.marker));
     if (!rule) return;
     rule.left--;

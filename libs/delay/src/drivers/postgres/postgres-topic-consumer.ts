@@ -87,6 +87,10 @@ export class PostgresTopicConsumer {
   private used = 0;
   private readonly timer: ClaimTimer;
   private claiming = false;
+  /** Drain stopped waiting for the claim in flight: its reply, if it comes, is handed back instead of run (see abandonClaimInFlight). */
+  private abandoned = false;
+  /** Waiting for the claim in flight to settle (claimSettled). */
+  private claimWaiters: Array<() => void> = [];
   private claimAgain = false;
   private wakeDuringClaim = Infinity;
   private stopped = false;
@@ -199,6 +203,33 @@ export class PostgresTopicConsumer {
       this.flushAcksLeft();
       this.finishLeft();
     }
+  }
+
+  /** Whether a claim is on its way to the database now. */
+  get claimInFlight(): boolean {
+    return this.claiming;
+  }
+
+  /**
+   * Shutdown stopped waiting (shutdownTimeout) while a claim was on its way: if its reply still comes, what it took
+   * (and what the lost claims it asked again took) is not run by an instance that is closing (it could not record
+   * their outcomes), but kept as taken by claims whose reply was lost, for takeLostClaims to hand back.
+   */
+  abandonClaimInFlight(): void {
+    this.abandoned = true;
+  }
+
+  /** Resolves once no claim is on its way (at once when none is). */
+  claimSettled(): Promise<void> {
+    if (!this.claiming) return Promise.resolve();
+    return new Promise((resolve) => this.claimWaiters.push(resolve));
+  }
+
+  private claimEnded(): void {
+    this.claiming = false;
+    const waiters = this.claimWaiters;
+    this.claimWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   /** Whether a claim's reply was lost and the claim was not asked again yet (see takeLostClaims). */
@@ -341,13 +372,24 @@ export class PostgresTopicConsumer {
       // A wake this claim consumed is not lost with it.
       this.scanFromStart = true;
       this.used -= limit;
-      this.claiming = false;
+      this.claimEnded();
       this.inFlight.leave();
       this.retryLater(error);
       if (this.notified) this.notify();
       return;
     }
-    this.claiming = false;
+    if (this.abandoned) {
+      // Shutdown no longer waits for what this claim, and the lost claims it asked again, took: they are asked for
+      // again, and handed back (their leases were just given or renewed).
+      const until = Date.now() + leaseMs;
+      this.lostClaims.push({ id: claimId, until }, ...recoveredClaims.map((lost) => ({ id: lost.id, until })));
+      this.used -= limit;
+      this.claimEnded();
+      this.inFlight.leave();
+      this.flushAcksLeft();
+      return;
+    }
+    this.claimEnded();
     const { head } = reply;
     const claimed = inDueOrder(reply.taken);
     const now = int(head.now_ms);

@@ -335,6 +335,8 @@ export class PostgresDriver implements DelayDriver {
     this.listener?.stop();
     this.listener = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
+    // A claim still on its way is not waited for to run what it took: answered now, that is handed back too.
+    if (!emptied) for (const topicConsumer of this.consumers.values()) topicConsumer.abandonClaimInFlight();
     // What shutdown hands back is bounded on its own: commandTimeout for all of it, whatever the database does.
     const deadline = Date.now() + this.connection.commandTimeoutMs;
     await Promise.all([this.releaseLostClaims(deadline), emptied ? undefined : this.releaseRunning(deadline)]);
@@ -796,6 +798,10 @@ export class PostgresDriver implements DelayDriver {
    * again while the database is unreachable, until `deadline`.
    */
   private async releaseLostClaims(deadline: number): Promise<void> {
+    // A claim still on its way settles within commandTimeout of being sent: as lost (its reply did not come, or came
+    // after drain stopped waiting for it), or by having taken nothing.
+    const inFlight = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.claimInFlight);
+    if (inFlight.length > 0) await settleWithin(Promise.all(inFlight.map((topicConsumer) => topicConsumer.claimSettled())), Math.max(0, deadline - Date.now()), () => new Error('claim in flight')).catch(() => undefined);
     await Promise.all(
       [...this.consumers.values()]
         .filter((topicConsumer) => topicConsumer.hasLostClaim)

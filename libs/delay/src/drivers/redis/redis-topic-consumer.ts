@@ -91,6 +91,10 @@ export class RedisTopicConsumer {
   /** Claim ids: this consumer's random prefix and a count, unique without drawing random bytes at every claim. */
   private readonly claimIdPrefix = `${randomBytes(8).toString('base64url')}.`;
   private claimCount = 0;
+  /** Drain stopped waiting for the claim in flight: its reply, if it comes, is handed back instead of run (see abandonClaimInFlight). */
+  private abandoned = false;
+  /** Waiting for the claim in flight to settle (claimSettled). */
+  private claimWaiters: Array<() => void> = [];
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -156,6 +160,26 @@ export class RedisTopicConsumer {
     return this.claimId !== undefined && !this.claiming;
   }
 
+  /** Whether a claim is on its way to Redis now. */
+  get claimInFlight(): boolean {
+    return this.claiming;
+  }
+
+  /**
+   * Shutdown stopped waiting (shutdownTimeout) while a claim was on its way: if its reply still comes, what it took
+   * is not run by an instance that is closing (it could not record their outcomes), but kept as a claim whose reply
+   * was lost, for lostClaimPairs to hand back.
+   */
+  abandonClaimInFlight(): void {
+    this.abandoned = true;
+  }
+
+  /** Resolves once no claim is on its way (at once when none is). */
+  claimSettled(): Promise<void> {
+    if (!this.claiming) return Promise.resolve();
+    return new Promise((resolve) => this.claimWaiters.push(resolve));
+  }
+
   /**
    * At shutdown, once nothing is in flight: what a claim whose reply was lost took, as member, token pairs to hand
    * back. Its actions would otherwise wait out their lease, and then run elsewhere only as their next attempt (on the
@@ -200,20 +224,27 @@ export class RedisTopicConsumer {
     try {
       reply = await this.runClaim(claimId, Math.max(0, limit), TICKS_PER_CLAIM);
       this.failures = 0;
-      this.claimId = undefined;
-      this.answeredClaimId = claimId;
     } catch (error) {
       // Redis refused the script itself: asking the same claim again would not help.
       if (!(error instanceof DriverUnavailableError)) this.claimId = undefined;
       // A claim that may have run keeps its slots for when it is asked again; any other failure gives them back.
-      if (this.claimId !== undefined) this.held = limit;
+      if (this.claimId !== undefined && !this.stopped) this.held = limit;
       else this.settings.budget.give(limit);
-      this.claiming = false;
+      this.claimEnded();
       this.inFlight.leave();
       this.retryLater(error);
       return;
     }
-    this.claiming = false;
+    if (this.abandoned) {
+      // Shutdown no longer waits for what this claim took: it stays a claim to ask again (its id kept), and is handed back.
+      this.settings.budget.give(limit);
+      this.claimEnded();
+      this.inFlight.leave();
+      return;
+    }
+    this.claimId = undefined;
+    this.answeredClaimId = claimId;
+    this.claimEnded();
     const now = Number(reply[0]);
     this.clockSkew.value = now - Date.now();
     let claimed = 0;
@@ -244,6 +275,13 @@ export class RedisTopicConsumer {
     } finally {
       this.inFlight.leave();
     }
+  }
+
+  private claimEnded(): void {
+    this.claiming = false;
+    const waiters = this.claimWaiters;
+    this.claimWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   /** After a claim's reply: claims again now if it could not take all that is due, else sleeps until the next due time or wake. */
