@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ClaimInFlight } from '../claim-in-flight';
 import { ClaimTimer } from '../claim-timer';
 import { Logger } from '@nestjs/common';
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
@@ -86,11 +87,8 @@ export class PostgresTopicConsumer {
   private stallLogged = false;
   private used = 0;
   private readonly timer: ClaimTimer;
-  private claiming = false;
-  /** Drain stopped waiting for the claim in flight: its reply, if it comes, is handed back instead of run (see abandonClaimInFlight). */
-  private abandoned = false;
-  /** Waiting for the claim in flight to settle (claimSettled). */
-  private claimWaiters: Array<() => void> = [];
+  /** The claim on its way to the store, if any (shutdown waits for it, or hands back what it took). */
+  readonly claimInFlight = new ClaimInFlight();
   private claimAgain = false;
   private wakeDuringClaim = Infinity;
   private stopped = false;
@@ -163,7 +161,7 @@ export class PostgresTopicConsumer {
   wake(at: number): void {
     if (this.stopped) return;
     this.scanFromStart = true;
-    if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
+    if (this.claimInFlight.active) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
     else this.timer.armAt(at);
   }
 
@@ -177,7 +175,7 @@ export class PostgresTopicConsumer {
     // start over (writes during a drain would otherwise defeat its resume point).
     if (this.resumeAt === null) this.scanFromStart = true;
     this.notified = true;
-    if (this.claiming || this.notifiedTimer) return;
+    if (this.claimInFlight.active || this.notifiedTimer) return;
     // At least a millisecond, as a wake with a due time always had: the notification is read as the write that sent it
     // commits, and the writer's own reply (and what its caller does next) comes first.
     const wait = Math.max(1, this.lastNotifiedClaimAt + this.notifiedGapMs - Date.now());
@@ -199,42 +197,15 @@ export class PostgresTopicConsumer {
     if (this.notifiedTimer) clearTimeout(this.notifiedTimer);
     this.notifiedTimer = undefined;
     // A claim in flight flushes them when it returns.
-    if (!this.claiming) {
+    if (!this.claimInFlight.active) {
       this.flushAcksLeft();
       this.finishLeft();
     }
   }
 
-  /** Whether a claim is on its way to the database now. */
-  get claimInFlight(): boolean {
-    return this.claiming;
-  }
-
-  /**
-   * Shutdown stopped waiting (shutdownTimeout) while a claim was on its way: if its reply still comes, what it took
-   * (and what the lost claims it asked again took) is not run by an instance that is closing (it could not record
-   * their outcomes), but kept as taken by claims whose reply was lost, for takeLostClaims to hand back.
-   */
-  abandonClaimInFlight(): void {
-    this.abandoned = true;
-  }
-
-  /** Resolves once no claim is on its way (at once when none is). */
-  claimSettled(): Promise<void> {
-    if (!this.claiming) return Promise.resolve();
-    return new Promise((resolve) => this.claimWaiters.push(resolve));
-  }
-
-  private claimEnded(): void {
-    this.claiming = false;
-    const waiters = this.claimWaiters;
-    this.claimWaiters = [];
-    for (const resolve of waiters) resolve();
-  }
-
   /** Whether a claim's reply was lost and the claim was not asked again yet (see takeLostClaims). */
   get hasLostClaim(): boolean {
-    return !this.claiming && this.liveLostClaims().length > 0;
+    return !this.claimInFlight.active && this.liveLostClaims().length > 0;
   }
 
   /** The lost claims whose lease may still hold what they took (those past it are the next claim's to take back). */
@@ -251,7 +222,7 @@ export class PostgresTopicConsumer {
    */
   async takeLostClaims(timeoutMs: number): Promise<{ claimIds: string[]; members: string[]; tokens: string[] }> {
     const claimIds = this.liveLostClaims().map((lost) => lost.id);
-    if (claimIds.length === 0 || this.claiming) return { claimIds: [], members: [], tokens: [] };
+    if (claimIds.length === 0 || this.claimInFlight.active) return { claimIds: [], members: [], tokens: [] };
     const rows = await this.connection.query(this.sql.recover, [this.settings.topic, claimIds, this.settings.leaseMs], timeoutMs);
     this.lostClaims = [];
     return { claimIds, members: rows.map((row) => String(row.member)), tokens: rows.map((row) => String(row.token)) };
@@ -294,11 +265,11 @@ export class PostgresTopicConsumer {
       this.finishLeft();
       return;
     }
-    if (this.claiming) {
+    if (this.claimInFlight.active) {
       this.claimAgain = true;
       return;
     }
-    this.claiming = true;
+    this.claimInFlight.begin();
     this.claimAgain = false;
     this.wakeDuringClaim = Infinity;
     // A claim answers every notification that came before it; one that came for it is judged by what it finds.
@@ -372,24 +343,24 @@ export class PostgresTopicConsumer {
       // A wake this claim consumed is not lost with it.
       this.scanFromStart = true;
       this.used -= limit;
-      this.claimEnded();
+      this.claimInFlight.end();
       this.inFlight.leave();
       this.retryLater(error);
       if (this.notified) this.notify();
       return;
     }
-    if (this.abandoned) {
+    if (this.claimInFlight.abandoned) {
       // Shutdown no longer waits for what this claim, and the lost claims it asked again, took: they are asked for
       // again, and handed back (their leases were just given or renewed).
       const until = Date.now() + leaseMs;
       this.lostClaims.push({ id: claimId, until }, ...recoveredClaims.map((lost) => ({ id: lost.id, until })));
       this.used -= limit;
-      this.claimEnded();
+      this.claimInFlight.end();
       this.inFlight.leave();
       this.flushAcksLeft();
       return;
     }
-    this.claimEnded();
+    this.claimInFlight.end();
     const { head } = reply;
     const claimed = inDueOrder(reply.taken);
     const now = int(head.now_ms);
@@ -619,7 +590,7 @@ export class PostgresTopicConsumer {
       setImmediate(() => {
         this.acks.flushQueued = false;
         // A claim on its way: when it returns, the plain ones go with the claim that follows it, or alone (flushAcksLeft).
-        const left = this.claiming ? this.acks.takeOccurrences() : this.acks.takeAll();
+        const left = this.claimInFlight.active ? this.acks.takeOccurrences() : this.acks.takeAll();
         if (left) void this.flushAcks(left);
       });
     }

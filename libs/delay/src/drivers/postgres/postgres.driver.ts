@@ -34,6 +34,7 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
+import { claimsSettled } from '../claim-in-flight';
 import { untilDeadline } from '../until-deadline';
 import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
@@ -336,7 +337,7 @@ export class PostgresDriver implements DelayDriver {
     this.listener = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
     // A claim still on its way is not waited for to run what it took: answered now, that is handed back too.
-    if (!emptied) for (const topicConsumer of this.consumers.values()) topicConsumer.abandonClaimInFlight();
+    if (!emptied) for (const topicConsumer of this.consumers.values()) topicConsumer.claimInFlight.abandon();
     // What shutdown hands back is bounded on its own: commandTimeout for all of it, whatever the database does.
     const deadline = Date.now() + this.connection.commandTimeoutMs;
     await Promise.all([this.releaseLostClaims(deadline), emptied ? undefined : this.releaseRunning(deadline)]);
@@ -798,10 +799,7 @@ export class PostgresDriver implements DelayDriver {
    * again while the database is unreachable, until `deadline`.
    */
   private async releaseLostClaims(deadline: number): Promise<void> {
-    // A claim still on its way settles within commandTimeout of being sent: as lost (its reply did not come, or came
-    // after drain stopped waiting for it), or by having taken nothing.
-    const inFlight = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.claimInFlight);
-    if (inFlight.length > 0) await settleWithin(Promise.all(inFlight.map((topicConsumer) => topicConsumer.claimSettled())), Math.max(0, deadline - Date.now()), () => new Error('claim in flight')).catch(() => undefined);
+    await claimsSettled([...this.consumers.values()].map((topicConsumer) => topicConsumer.claimInFlight), deadline);
     await Promise.all(
       [...this.consumers.values()]
         .filter((topicConsumer) => topicConsumer.hasLostClaim)

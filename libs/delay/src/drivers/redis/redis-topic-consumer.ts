@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ClaimInFlight } from '../claim-in-flight';
 import { ClaimTimer } from '../claim-timer';
 import { Logger } from '@nestjs/common';
 import { DelayConsumer, Delivery, DeliveryOutcome } from '../../interfaces/delay-driver.interface';
@@ -67,7 +68,8 @@ export class RedisTopicConsumer {
   /** Runs whose handler is done but whose outcome is not recorded yet: their leases are still renewed meanwhile. */
   private readonly settling = new Map<Delivery, string>();
   private readonly timer: ClaimTimer;
-  private claiming = false;
+  /** The claim on its way to the store, if any (shutdown waits for it, or hands back what it took). */
+  readonly claimInFlight = new ClaimInFlight();
   private claimAgain = false;
   private wakeDuringClaim = Infinity;
   private stopped = false;
@@ -91,10 +93,6 @@ export class RedisTopicConsumer {
   /** Claim ids: this consumer's random prefix and a count, unique without drawing random bytes at every claim. */
   private readonly claimIdPrefix = `${randomBytes(8).toString('base64url')}.`;
   private claimCount = 0;
-  /** Drain stopped waiting for the claim in flight: its reply, if it comes, is handed back instead of run (see abandonClaimInFlight). */
-  private abandoned = false;
-  /** Waiting for the claim in flight to settle (claimSettled). */
-  private claimWaiters: Array<() => void> = [];
 
   constructor(
     private readonly settings: TopicConsumerSettings,
@@ -110,7 +108,7 @@ export class RedisTopicConsumer {
   /** Something is due at `at` (Redis ms): make sure we look by then. */
   wake(at: number): void {
     if (this.stopped) return;
-    if (this.claiming) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
+    if (this.claimInFlight.active) this.wakeDuringClaim = Math.min(this.wakeDuringClaim, at);
     else this.timer.armAt(at);
   }
 
@@ -157,27 +155,7 @@ export class RedisTopicConsumer {
 
   /** Whether a claim's reply was lost and the claim not asked again yet (see lostClaimPairs). */
   get hasLostClaim(): boolean {
-    return this.claimId !== undefined && !this.claiming;
-  }
-
-  /** Whether a claim is on its way to Redis now. */
-  get claimInFlight(): boolean {
-    return this.claiming;
-  }
-
-  /**
-   * Shutdown stopped waiting (shutdownTimeout) while a claim was on its way: if its reply still comes, what it took
-   * is not run by an instance that is closing (it could not record their outcomes), but kept as a claim whose reply
-   * was lost, for lostClaimPairs to hand back.
-   */
-  abandonClaimInFlight(): void {
-    this.abandoned = true;
-  }
-
-  /** Resolves once no claim is on its way (at once when none is). */
-  claimSettled(): Promise<void> {
-    if (!this.claiming) return Promise.resolve();
-    return new Promise((resolve) => this.claimWaiters.push(resolve));
+    return this.claimId !== undefined && !this.claimInFlight.active;
   }
 
   /**
@@ -187,7 +165,7 @@ export class RedisTopicConsumer {
    */
   async lostClaimPairs(): Promise<string[]> {
     const claimId = this.claimId;
-    if (claimId === undefined || this.claiming) return [];
+    if (claimId === undefined || this.claimInFlight.active) return [];
     const reply = await this.runClaim(claimId, 0, 0);
     this.claimId = undefined;
     const pairs: string[] = [];
@@ -207,14 +185,14 @@ export class RedisTopicConsumer {
 
   private async claim(): Promise<void> {
     if (this.stopped) return;
-    if (this.claiming) {
+    if (this.claimInFlight.active) {
       this.claimAgain = true;
       return;
     }
     // Slots are taken before the claim and what it does not fill is given back: shards claiming at once never overcommit.
     const limit = this.held + this.settings.budget.take(this.settings.claimBatch - this.held, this.wakeForRoom);
     this.held = 0;
-    this.claiming = true;
+    this.claimInFlight.begin();
     this.claimAgain = false;
     this.wakeDuringClaim = Infinity;
     // A claim round trip counts as in flight: if shutdown starts meanwhile, drain waits for what it takes to run.
@@ -230,21 +208,21 @@ export class RedisTopicConsumer {
       // A claim that may have run keeps its slots for when it is asked again; any other failure gives them back.
       if (this.claimId !== undefined && !this.stopped) this.held = limit;
       else this.settings.budget.give(limit);
-      this.claimEnded();
+      this.claimInFlight.end();
       this.inFlight.leave();
       this.retryLater(error);
       return;
     }
-    if (this.abandoned) {
+    if (this.claimInFlight.abandoned) {
       // Shutdown no longer waits for what this claim took: it stays a claim to ask again (its id kept), and is handed back.
       this.settings.budget.give(limit);
-      this.claimEnded();
+      this.claimInFlight.end();
       this.inFlight.leave();
       return;
     }
     this.claimId = undefined;
     this.answeredClaimId = claimId;
-    this.claimEnded();
+    this.claimInFlight.end();
     const now = Number(reply[0]);
     this.clockSkew.value = now - Date.now();
     let claimed = 0;
@@ -275,13 +253,6 @@ export class RedisTopicConsumer {
     } finally {
       this.inFlight.leave();
     }
-  }
-
-  private claimEnded(): void {
-    this.claiming = false;
-    const waiters = this.claimWaiters;
-    this.claimWaiters = [];
-    for (const resolve of waiters) resolve();
   }
 
   /** After a claim's reply: claims again now if it could not take all that is due, else sleeps until the next due time or wake. */

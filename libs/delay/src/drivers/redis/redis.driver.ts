@@ -28,7 +28,7 @@ import { untilDeadline } from '../until-deadline';
 import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
 import { describeError } from '../../utils/describe-error';
-import { settleWithin } from '../../utils/settle-within';
+import { claimsSettled } from '../claim-in-flight';
 import { RedisConnection } from './redis-connection';
 import { RedisEpochWatch } from './redis-epoch-watch';
 import { RedisEvictionPolicy } from './redis-eviction-policy';
@@ -274,7 +274,7 @@ export class RedisDriver implements DelayDriver {
     this.subscriber = undefined;
     const emptied = await this.inFlight.whenEmpty(timeoutMs);
     // A claim still on its way is not waited for to run what it took: answered now, that is handed back too.
-    if (!emptied) for (const topicConsumer of this.consumers.values()) topicConsumer.abandonClaimInFlight();
+    if (!emptied) for (const topicConsumer of this.consumers.values()) topicConsumer.claimInFlight.abandon();
     // What shutdown hands back is bounded on its own: no ask starts after commandTimeout, each is bounded by it.
     await Promise.all([this.releaseLostClaims(Date.now() + this.connection.settings.commandTimeoutMs), emptied ? undefined : this.releaseRunning()]);
     if (this.leaseTimer) clearInterval(this.leaseTimer);
@@ -614,10 +614,7 @@ export class RedisDriver implements DelayDriver {
    * the hand-back are made again once it is ready, until `deadline`.
    */
   private async releaseLostClaims(deadline: number): Promise<void> {
-    // A claim still on its way settles within commandTimeout of being sent: as lost (its reply did not come, or came
-    // after drain stopped waiting for it), or by having taken nothing.
-    const inFlight = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.claimInFlight);
-    if (inFlight.length > 0) await settleWithin(Promise.all(inFlight.map((topicConsumer) => topicConsumer.claimSettled())), Math.max(0, deadline - Date.now()), () => new Error('claim in flight')).catch(() => undefined);
+    await claimsSettled([...this.consumers.values()].map((topicConsumer) => topicConsumer.claimInFlight), deadline);
     const lost = [...this.consumers.values()].filter((topicConsumer) => topicConsumer.hasLostClaim);
     if (lost.length === 0) return;
     await this.connection.whenReady(Math.max(0, deadline - Date.now()));
