@@ -27,19 +27,18 @@ describe('faults: Redis stalls with a claim in flight while the instance shuts d
     return app;
   }
 
-  it('the claim answered after drain gave up on it: every action runs once, as attempt 1, within the lease of the close; none dead', async () => {
-    const prefix = `stalled-claim-${process.pid}`;
-    const ledger = new FaultLedger();
-    const producer = await instance(prefix, ledger, { proxied: false, consume: false });
-    const worker = await instance(prefix, ledger, { proxied: true, consume: true });
+  /**
+   * Arms the actions of KEYS due in a second, and stops Redis at the worker's claim of them: before the proxy passes
+   * it on (it then waits in the socket, unanswered). One sent just before the last is due runs once Redis is back,
+   * and takes it then. Returns when Redis was stopped (0 until then).
+   */
+  async function stallAtTheClaim(producer: FaultApp, ledger: FaultLedger): Promise<() => number> {
     let dueAt = 0;
     for (const key of KEYS) {
       const { dueAt: at } = await producer.delay.schedule(FAULT.once, key, { delay: 1_000 });
       ledger.armed(FAULT.once, key, at);
       dueAt = Math.max(dueAt, at.getTime());
     }
-    // The worker's claim of the due actions: Redis is stopped before the proxy passes it on (it then waits in the
-    // socket, unanswered). One sent just before the last is due runs once Redis is back, and takes it then.
     const claimsOfTopic = driverScript('claim');
     let pausedAt = 0;
     rig.proxy.onCommand((words) => {
@@ -49,12 +48,21 @@ describe('faults: Redis stalls with a claim in flight while the instance shuts d
       }
       return false;
     }, 'before');
+    return () => pausedAt;
+  }
+
+  it('the claim answered after drain gave up on it: every action runs once, as attempt 1, within the lease of the close; none dead', async () => {
+    const prefix = `stalled-claim-${process.pid}`;
+    const ledger = new FaultLedger();
+    const producer = await instance(prefix, ledger, { proxied: false, consume: false });
+    const worker = await instance(prefix, ledger, { proxied: true, consume: true });
+    const pausedAt = await stallAtTheClaim(producer, ledger);
     let quitAt = 0;
     rig.proxy.onCommand((words) => {
       if (words[0] === 'quit' && quitAt === 0) quitAt = Date.now();
       return false;
     }, 'before');
-    expect(await eventually(() => pausedAt > 0, 5_000)).toBe(true);
+    expect(await eventually(() => pausedAt() > 0, 5_000)).toBe(true);
     const closing = within(worker.app.close(), 20_000, 'the worker app.close()');
     // Redis comes back once drain gave up on the claim (shutdownTimeout: 300 ms): when close sends QUIT, or 2 s after
     // the close began if drain waits for the claim (it settles within commandTimeout, 5 s).
@@ -72,7 +80,7 @@ describe('faults: Redis stalls with a claim in flight while the instance shuts d
     const lastStart = ledger.runs.length > 0 ? Math.max(...ledger.runs.map((run) => run.startedAt)) - closedAt : -1;
     const ranWhileClosing = ledger.runs.filter((run) => run.startedAt < closedAt).length;
     report(
-      `stalled claim at shutdown: resumed ${resumedAt - pausedAt} ms after the stall, closed ${closedAt - resumedAt} ms after that; ` +
+      `stalled claim at shutdown: resumed ${resumedAt - pausedAt()} ms after the stall, closed ${closedAt - resumedAt} ms after that; ` +
         `${ledger.runs.length} runs (${ranWhileClosing} by the closing instance, the last ${lastStart} ms after the close); dead ${dead}`,
     );
     expect({ allRan, settled, perKey, attempts, dead }).toEqual({ allRan: true, settled: true, perKey: [1], attempts: [1], dead: 0 });
@@ -84,22 +92,8 @@ describe('faults: Redis stalls with a claim in flight while the instance shuts d
     const fast = { lease: '2s', commandTimeout: '1s' } as const;
     const producer = await instance(prefix, ledger, { proxied: false, consume: false }, fast);
     const worker = await instance(prefix, ledger, { proxied: true, consume: true }, fast);
-    let dueAt = 0;
-    for (const key of KEYS) {
-      const { dueAt: at } = await producer.delay.schedule(FAULT.once, key, { delay: 1_000 });
-      ledger.armed(FAULT.once, key, at);
-      dueAt = Math.max(dueAt, at.getTime());
-    }
-    const claimsOfTopic = driverScript('claim');
-    let pausedAt = 0;
-    rig.proxy.onCommand((words) => {
-      if (pausedAt === 0 && Date.now() > dueAt - 100 && claimsOfTopic(words) && words.some((word) => word.includes(`{${FAULT.once}}`))) {
-        pausedAt = Date.now();
-        rig.redis.pause();
-      }
-      return false;
-    }, 'before');
-    expect(await eventually(() => pausedAt > 0, 5_000)).toBe(true);
+    const pausedAt = await stallAtTheClaim(producer, ledger);
+    expect(await eventually(() => pausedAt() > 0, 5_000)).toBe(true);
     const closeStarted = Date.now();
     try {
       await within(worker.app.close(), 20_000, 'the worker app.close()');
