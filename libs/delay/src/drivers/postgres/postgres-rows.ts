@@ -74,3 +74,13 @@ export function toDelivery(topic: string, row: Row, firedAt: number): Delivery {
     trace: text(row.trace),
   };
 }
+
+/** A text[] column as strings. */
+export function texts(value: unknown): string[] {
+  return Array.isArray(value) ? value.map(String) : [];
+}
+
+/** A nullable text column: undefined for NULL. */
+export function nullable(value: unknown): string | undefined {
+  return value === null || value === undefined ? undefined : String(value);
+}

@@ -34,19 +34,19 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
-import { claimsSettled } from '../claim-in-flight';
-import { untilDeadline } from '../until-deadline';
 import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
 import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
+import { PostgresHandBack } from './postgres-hand-back';
+import { dueParams, expectParams, hasNul, nextParams, occurrencePayload, whileAliveParams } from './postgres-params';
 import { PostgresHandlerTransactions } from './postgres-handler-transactions';
 import { PostgresRunGroups } from './postgres-run-groups';
 import { inlineParameters } from './postgres-literals';
 import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
 import { PostgresConnection, Row } from './postgres-connection';
 import { POSTGRES_DEFAULT_SCHEMA, SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
-import { int, toDeadAction, toStoredAction } from './postgres-rows';
+import { int, nullable, texts, toDeadAction, toStoredAction } from './postgres-rows';
 import { PostgresSchema } from './postgres-schema';
 import { postgresStatements, PostgresStatements } from './postgres-statements';
 import { PostgresTopicConsumer } from './postgres-topic-consumer';
@@ -94,6 +94,7 @@ export class PostgresDriver implements DelayDriver {
   private listener: PostgresWakeListener | undefined;
   private readonly handlerTransactions: PostgresHandlerTransactions;
   private readonly runGroups: PostgresRunGroups;
+  private readonly handBack: PostgresHandBack;
   /** The store's id (the schema's store table), read at start: what a write in the application's transaction gives its guard. */
   private storeId: string | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
@@ -113,6 +114,7 @@ export class PostgresDriver implements DelayDriver {
       commandTimeoutMs,
     );
     this.sql = postgresStatements(this.schema);
+    this.handBack = new PostgresHandBack(this.connection, this.sql);
     this.handlerTransactions = new PostgresHandlerTransactions(config.connectionString, config.pool, commandTimeoutMs);
     this.runGroups = new PostgresRunGroups(this.handlerTransactions, () => this.handlerTransactions.connections);
     this.migrateAtStart = config.migrate ?? true;
@@ -340,7 +342,8 @@ export class PostgresDriver implements DelayDriver {
     if (!emptied) for (const topicConsumer of this.consumers.values()) topicConsumer.claimInFlight.abandon();
     // What shutdown hands back is bounded on its own: commandTimeout for all of it, whatever the database does.
     const deadline = Date.now() + this.connection.commandTimeoutMs;
-    await Promise.all([this.releaseLostClaims(deadline), emptied ? undefined : this.releaseRunning(deadline)]);
+    const consumers = [...this.consumers.values()];
+    await Promise.all([this.handBack.releaseLostClaims(consumers, deadline), emptied ? undefined : this.handBack.releaseRunning(consumers, deadline)]);
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
   }
@@ -776,107 +779,6 @@ export class PostgresDriver implements DelayDriver {
     );
   }
 
-  /** Shutdown timed out: hand the runs still going back, so another instance takes them now. */
-  private async releaseRunning(deadline: number): Promise<void> {
-    await Promise.all(
-      [...this.consumers.values()]
-        .filter((topicConsumer) => topicConsumer.running.size > 0)
-        .map(async (topicConsumer) => {
-          const { members, tokens } = topicConsumer.runningLeases();
-          try {
-            const released = await this.release(topicConsumer.topic, members, tokens, deadline);
-            this.logger.warn(`Shutdown timed out: ${released} running action(s) of "${topicConsumer.topic}" handed back`);
-          } catch (error) {
-            this.logger.warn(`Could not hand running actions back (their leases will expire instead): ${describeError(error)}`);
-          }
-        }),
-    );
-  }
-
-  /**
-   * Claims whose reply was lost (their connection reset) and that were not asked again before shutdown: what they
-   * took is handed back, due now, same attempt, instead of waiting out their lease, and their runs rows go. Asked
-   * again while the database is unreachable, until `deadline`.
-   */
-  private async releaseLostClaims(deadline: number): Promise<void> {
-    await claimsSettled([...this.consumers.values()].map((topicConsumer) => topicConsumer.claimInFlight), deadline);
-    await Promise.all(
-      [...this.consumers.values()]
-        .filter((topicConsumer) => topicConsumer.hasLostClaim)
-        .map(async (topicConsumer) => {
-          const { topic } = topicConsumer;
-          let taken: { claimIds: string[]; members: string[]; tokens: string[] } | undefined;
-          try {
-            // A connection lost again meanwhile fails the call at once: the pool opens another. Handing back twice
-            // changes nothing (release names each run's token), so a lost reply to it is sent again too.
-            const released = await untilDeadline(
-              deadline,
-              async () => {
-                taken ??= await topicConsumer.takeLostClaims(Math.max(1, deadline - Date.now()));
-                return taken.members.length === 0 ? 0 : this.release(topic, taken.members, taken.tokens, deadline);
-              },
-              () => Promise.resolve(),
-            );
-            if (released > 0) this.logger.log(`Shutdown: ${released} action(s) of "${topic}" that a claim whose reply was lost took handed back`);
-          } catch (error) {
-            this.logger.warn(`Could not hand back what a claim whose reply was lost took (its lease will expire instead): ${describeError(error)}`);
-            return;
-          }
-          // Their runs rows name tokens that are gone now; without this they would stay until their lease ran out.
-          if (taken && taken.claimIds.length > 0) {
-            await this.connection.query(this.sql.finish, [topic, taken.claimIds], Math.max(1, deadline - Date.now())).catch(() => undefined);
-          }
-        }),
-    );
-  }
-
-  /** The runs named by member and token handed back, due now, same attempt, within `deadline`; how many were. */
-  private async release(topic: string, members: readonly string[], tokens: readonly string[], deadline: number): Promise<number> {
-    const rows = await this.connection.query(this.sql.release, [topic, members, tokens], Math.max(1, deadline - Date.now()));
-    return int(rows[0].released);
-  }
-}
-
-/** 'at' times may carry a fraction of a ms: stored whole, never early. */
-function dueParams(due: DueSpec): [boolean, number] {
-  return 'delayMs' in due ? [false, Math.ceil(due.delayMs)] : [true, Math.floor(due.atMs)];
-}
-
-/** advance_series's condition: its kind ('token', 'payload', 'absent') and value. */
-function expectParams(expect: AdvanceSeriesCommand['expect']): [string, string | null] {
-  return 'token' in expect ? ['token', expect.token] : 'payload' in expect ? ['payload', expect.payload] : ['absent', null];
-}
-
-/** advance_series's tick after the step: its kind ('remove', 'keep', 'delay', 'at'), due value and payload. */
-function nextParams(next: AdvanceSeriesCommand['next']): [string, number, string | null] {
-  return next === null ? ['remove', 0, null] : next === undefined ? ['keep', 0, null] : ['delayMs' in next.due ? 'delay' : 'at', dueParams(next.due)[1], next.payload];
-}
-
-/** bufferOne's step while a previous occurrence is alive: next ('delay', 'at', null for none), its ms, its payload, the keys then skipped. */
-function whileAliveParams(command: AdvanceSeriesCommand): [string | null, number, string | null, readonly string[]] {
-  const { whileAlive } = command;
-  if (!whileAlive) return [null, 0, null, []];
-  const [, value] = dueParams(whileAlive.next.due);
-  return ['delayMs' in whileAlive.next.due ? 'delay' : 'at', value, whileAlive.next.payload, whileAlive.skipped];
-}
-
-/** An occurrence's payload as stored: null for none. */
-function occurrencePayload(occurrence: AdvanceSeriesCommand['occurrences'][number]): string | null {
-  return occurrence.payload === undefined || occurrence.payload === '' ? null : occurrence.payload;
-}
-
-/** PostgreSQL text cannot hold U+0000: such a key can have no action. */
-function hasNul(key: string): boolean {
-  return key.includes('\u0000');
-}
-
-/** A text[] column as strings. */
-function texts(value: unknown): string[] {
-  return Array.isArray(value) ? value.map(String) : [];
-}
-
-function nullable(value: unknown): string | undefined {
-  return value === null || value === undefined ? undefined : String(value);
 }
 
 /** The key a kind-conflict error names (the function puts it in its message), else the first key. */
