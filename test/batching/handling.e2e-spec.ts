@@ -11,6 +11,11 @@ function trail(events: DelayEvent[], key: string): Array<[string, number | undef
   return events.filter((event) => event.key === key).map((event) => [event.type, event.attempt, event.size]);
 }
 
+/** The entries that pass `test`, then the others, each in their order. */
+function partition<T>(entries: T[], test: (entry: T) => boolean): [T[], T[]] {
+  return [entries.filter(test), entries.filter((entry) => !test(entry))];
+}
+
 describe.each(batchDrivers())('collect: handling, retries and dead batches ($name)', (fixture) => {
   beforeAll(() => fixture.setup(), 60_000);
   afterAll(() => fixture.teardown());
@@ -45,18 +50,19 @@ describe.each(batchDrivers())('collect: handling, retries and dead batches ($nam
     expect(recorder.runs[2]).toMatchObject({ key: 'flaky', items: ['d'], attempt: 1 });
     await fixture.waitFor(async () => (await delay.count(R)) === 0, 'nothing left pending', 400);
     expect(await delay.countDead(R)).toBe(0);
-    expect(trail(events, 'flaky')).toEqual([
+    // runNow's 'rescheduled' is published once the call returns; the consumer may have fired the batch by then.
+    const [moved, rest] = partition(trail(events, 'flaky'), ([type]) => type === 'rescheduled');
+    expect(moved).toHaveLength(2);
+    expect(rest).toEqual([
       ['collected', undefined, 1],
       ['collected', undefined, 2],
       ['collected', undefined, 3],
-      ['rescheduled', undefined, undefined],
       ['fired', 1, 3],
       ['failed', 1, 3],
       ['retrying', 1, 3],
       ['collected', undefined, 1],
       ['fired', 2, 3],
       ['completed', 2, 3],
-      ['rescheduled', undefined, undefined],
       ['fired', 1, 1],
       ['completed', 1, 1],
     ]);

@@ -202,12 +202,49 @@ describe('postgres: faults', () => {
       expect(handlers.keys()).toEqual(['free']);
       // Nothing stalls: other calls go on while the lock is held.
       expect(await delay.schedule(TOPIC, 'meanwhile', { delay: 60_000 })).toMatchObject({ key: 'meanwhile' });
+      // The cancel's statement may still wait on the server a little after its call gave up (the server's timeout counts
+      // from when the statement arrived): were the lock released first, it would go on and delete the row.
+      const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`;
+      await pollUntil(async () => (await blocker.query<{ n: number }>(waiting)).rows[0].n === 0, 'the cancel ended on the server', 5_000, 20);
       await blocker.query('ROLLBACK');
     } finally {
       await blocker.end();
     }
     await pollUntil(() => handlers.keys().includes('locked'), 'the run of the row once unlocked', 5_000, 20);
     expect(handlers.runs.filter((run) => run.key === 'locked')).toEqual([{ key: 'locked', attempt: 1 }]);
+  }, 30_000);
+
+  it('calls queued behind writes of their key blocked on a lock settle within the bound; one whose time ran out is never sent', async () => {
+    const booted = await boot();
+    app = booted.app;
+    const { delay } = booted;
+    const blocker = new Client({ connectionString: server.url });
+    await blocker.connect();
+    try {
+      await delay.schedule(TOPIC, 'kept', { delay: 60_000 });
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'kept' FOR UPDATE`);
+      // Made together, so each waits for the one before it in the key's write order; the first waits on the lock.
+      // Waiting counts against a call's bound: none takes longer than one commandTimeout, and the cancel, gathered
+      // behind the others, is not sent once its time ran out.
+      const calls = await Promise.all([
+        timed(() => delay.runNow(TOPIC, 'kept')),
+        timed(() => delay.reschedule(TOPIC, 'kept', { delay: 120_000 })),
+        timed(() => delay.reschedule(TOPIC, 'kept', { delay: 180_000 })),
+        timed(() => delay.cancel(TOPIC, 'kept')),
+      ]);
+      for (const call of calls) {
+        expect(call.error).toMatchObject({ code: 'ERR_DELAY_DRIVER_UNAVAILABLE' });
+        expect(call.ms).toBeLessThan(COMMAND_TIMEOUT_MS + SLACK_MS);
+      }
+      // Were the cancel sent once its turn came, it would be waiting on the lock now, and apply when it is released.
+      await sleep(300);
+      await blocker.query('ROLLBACK');
+    } finally {
+      await blocker.end();
+    }
+    await sleep(300);
+    expect(await delay.get(TOPIC, 'kept')).not.toBeNull();
   }, 30_000);
 
   it('connections black-holed: calls on them settle within the bound, new connections carry on, nothing committed is lost', async () => {

@@ -38,4 +38,33 @@ describe("postgres: a claim's reply held on the way while the instance shuts dow
     );
     expect(outcome).toEqual({ perKey: [1], attempts: [1], pending: 0, dead: 0 });
   }, 60_000);
+
+  it('drain gave up while a claim first asked again for a lost one: the claim is not sent after it; every action runs once, as attempt 1; none dead', async () => {
+    runs.length = 0;
+    const schema = rig.schema('stallask');
+    const producer = (await rig.instance(schema, rig.server.url, false, '300ms')).get(DelayService);
+    for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
+    await sleep(50);
+    const proxy = await rig.startProxy();
+    // The worker's first claim takes every action and loses its reply; its next claim first asks for what that one
+    // took (recover), and that reply stays on the way.
+    const lost = proxy.resetOnReply('.claim_taken($1::');
+    const asked = proxy.holdReplies('.recover($1::');
+    const worker = await rig.instance(schema, proxiedUrl(proxy), true, '300ms');
+    await pollUntil(() => lost.at.length === 1 && asked.at.length === 1, 'the lost claim, then the ask', 10_000, 10);
+    // Due by now: a claim sent after the ask would take these.
+    const later = KEYS.map((key) => `${key}-later`);
+    for (const key of later) await producer.schedule(TOPIC, key, { delay: 1 });
+    const claimsAfter = proxy.holdReplies('.claim_taken($1::');
+    const closing = rig.close(worker);
+    // Drain gives up on the claim after shutdownTimeout (300 ms); the ask's reply arrives later.
+    await sleep(1_000);
+    proxy.heal();
+    await closing;
+    expect(claimsAfter.at).toEqual([]);
+    proxy.heal();
+    await rig.instance(schema, rig.server.url, true, '300ms');
+    const outcome = await rig.outcome(producer, [...KEYS, ...later], 15_000);
+    expect(outcome).toEqual({ perKey: [1], attempts: [1], pending: 0, dead: 0 });
+  }, 60_000);
 });

@@ -48,9 +48,10 @@ export class ClaimInFlight {
 /**
  * Waits for the claims on their way to settle, until `deadline` (local ms) at
  * the latest: at shutdown, before what lost claims took is handed back. A
- * claim sent before the drain settles within commandTimeout of being sent:
- * as lost (no reply, or one that came after drain stopped waiting), or by
- * having taken nothing.
+ * claim sent before the drain settles within commandTimeout of each round
+ * trip it makes (a PostgreSQL claim that first asks for lost claims makes
+ * two, and sends no second once drain stopped waiting): as lost (no reply, or
+ * one that came after drain stopped waiting), or by having taken nothing.
  */
 export async function claimsSettled(claims: Iterable<ClaimInFlight>, deadline: number): Promise<void> {
   const onTheirWay = [...claims].filter((claim) => claim.active);

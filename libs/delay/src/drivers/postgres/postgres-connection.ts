@@ -105,11 +105,12 @@ export class PostgresConnection {
    * transaction mode hands each statement any server connection, where the
    * name may not exist: there they go unnamed.
    */
-  async queryPrepared(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
-    if (this.settings.pooler === 'transaction') return this.query(sql, params);
+  async queryPrepared(sql: string, params: readonly unknown[] = [], timeoutMs = this.settings.commandTimeoutMs): Promise<Row[]> {
+    const bound = Math.min(timeoutMs, this.settings.commandTimeoutMs);
+    if (this.settings.pooler === 'transaction') return this.query(sql, params, bound);
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
     const name = this.statementName(sql);
-    const deadline = Date.now() + this.settings.commandTimeoutMs;
+    const deadline = Date.now() + bound;
     const send = (timeoutMs: number): Promise<Row[]> =>
       this.withClient(async (client) => {
         try {
@@ -122,7 +123,7 @@ export class PostgresConnection {
         }
       }, timeoutMs);
     try {
-      return await send(this.settings.commandTimeoutMs);
+      return await send(bound);
     } catch (error) {
       // Refused at Bind, so nothing ran: sent once more, on another connection, which prepares it again, within the
       // same bound as the first.

@@ -299,6 +299,17 @@ export class PostgresTopicConsumer {
         const found = new Set(recovered.map((row) => String(row.claim_id)));
         recoveredClaims = this.lostClaims.filter((lost) => found.has(lost.id));
         this.lostClaims = this.lostClaims.filter((lost) => !found.has(lost.id));
+        if (this.claimInFlight.abandoned) {
+          // Drain stopped waiting during the recover: the claim is not sent (its reply could come after the hand-back),
+          // and what the recovered claims took is handed back with the other lost claims (their leases were just renewed).
+          const until = Date.now() + leaseMs;
+          this.lostClaims.push(...recoveredClaims.map((lost) => ({ id: lost.id, until })));
+          this.used -= limit;
+          this.claimInFlight.end();
+          this.inFlight.leave();
+          this.flushAcksLeft();
+          return;
+        }
       }
       // How long the server may still commit this claim after its reply is lost: its turn, then its statement.
       this.lostClaims.push({ id: claimId, until: Date.now() + this.turnWaitMs + this.connection.commandTimeoutMs + leaseMs });

@@ -13,11 +13,11 @@ export type ScheduleEntry = Omit<ScheduleCommand, 'topic' | 'maxPastMs' | 'trans
  */
 export interface GatheredStatements {
   /** One statement of the schedule function: all or nothing, so a refused entry fails it with that entry's typed error. */
-  schedule(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number): Promise<ScheduleResult[]>;
+  schedule(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number, timeoutMs: number): Promise<ScheduleResult[]>;
   /** One statement deleting the keys' actions: per key, whether it removed one (a key given twice: the first call did). */
-  cancel(topic: string, keys: readonly string[]): Promise<boolean[]>;
+  cancel(topic: string, keys: readonly string[], timeoutMs: number): Promise<boolean[]>;
   /** One statement of recurring steps (advance_series_steps): per command, in order, its advance_series row. */
-  advance(topic: string, commands: readonly AdvanceSeriesCommand[]): Promise<Row[]>;
+  advance(topic: string, commands: readonly AdvanceSeriesCommand[], timeoutMs: number): Promise<Row[]>;
 }
 
 /** At most this many gathered calls go in one statement. */
@@ -41,7 +41,8 @@ interface PendingGroup<C, R> {
   readonly tag: string;
   readonly calls: Array<PendingCall<C, R>>;
   readonly keys: Set<string>;
-  send(inputs: readonly C[]): Promise<R[]>;
+  /** Sends inputs within `timeoutMs` (what is left of the group's bound). */
+  send(inputs: readonly C[], timeoutMs: number): Promise<R[]>;
 }
 
 /**
@@ -65,7 +66,9 @@ interface PendingGroup<C, R> {
  * - a failure of the statement itself (timeout, lost connection) fails each
  *   call with that DriverUnavailableError, as each would have alone;
  * - every call settles within the command timeout from when its group is
- *   sent, even when it had to be sent again.
+ *   sent, even when it had to be sent again: waiting for its keys' place
+ *   counts, a statement gets what is left of that time, and a group whose
+ *   time ran out while it waited is not sent at all.
  */
 export class PostgresWriteGatherer {
   private readonly pending = new Map<string, PendingGroup<unknown, unknown>>();
@@ -88,17 +91,19 @@ export class PostgresWriteGatherer {
 
   schedule(command: ScheduleCommand): Promise<ScheduleResult> {
     const { topic, maxPastMs } = command;
-    return this.gather(topic, `schedule ${maxPastMs}`, command.key, command, (entries: readonly ScheduleEntry[]) => this.statements.schedule(topic, entries, maxPastMs));
+    return this.gather(topic, `schedule ${maxPastMs}`, command.key, command, (entries: readonly ScheduleEntry[], timeoutMs) =>
+      this.statements.schedule(topic, entries, maxPastMs, timeoutMs),
+    );
   }
 
   cancel(topic: string, key: string): Promise<boolean> {
-    return this.gather(topic, 'cancel', key, key, (keys: readonly string[]) => this.statements.cancel(topic, keys));
+    return this.gather(topic, 'cancel', key, key, (keys: readonly string[], timeoutMs) => this.statements.cancel(topic, keys, timeoutMs));
   }
 
   /** A recurring step outside any transaction: its advance_series row. */
   advance(command: AdvanceSeriesCommand): Promise<Row> {
     const { topic } = command;
-    return this.gather(topic, ADVANCE, command.key, command, (commands: readonly AdvanceSeriesCommand[]) => this.statements.advance(topic, commands));
+    return this.gather(topic, ADVANCE, command.key, command, (commands: readonly AdvanceSeriesCommand[], timeoutMs) => this.statements.advance(topic, commands, timeoutMs));
   }
 
   /** Sends the topic's gathered calls now if one of them is for one of these keys: a write or read of those keys made later must follow them. */
@@ -112,7 +117,7 @@ export class PostgresWriteGatherer {
    * sent first). Calls of one tag send alike: the group keeps the first
    * call's `send`.
    */
-  private gather<C, R>(topic: string, tag: string, key: string, input: C, send: (inputs: readonly C[]) => Promise<R[]>): Promise<R> {
+  private gather<C, R>(topic: string, tag: string, key: string, input: C, send: (inputs: readonly C[], timeoutMs: number) => Promise<R[]>): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       let group = this.pending.get(topic) as PendingGroup<C, R> | undefined;
       if (group !== undefined && group.tag !== tag) {
@@ -147,14 +152,16 @@ export class PostgresWriteGatherer {
     const { calls } = group;
     const steps = group.tag === ADVANCE;
     if (steps) this.stepping.add(topic);
+    const timeout = (): DriverUnavailableError => new DriverUnavailableError(`PostgreSQL did not answer within ${this.commandTimeoutMs} ms`);
     const deadline = setTimeout(() => {
-      const error = new DriverUnavailableError(`PostgreSQL did not answer within ${this.commandTimeoutMs} ms`);
+      const error = timeout();
       for (const call of calls) settle(call, { error });
     }, this.commandTimeoutMs);
+    const endsAt = Date.now() + this.commandTimeoutMs;
     void this.order
       .run(
         [...group.keys].map((key) => writeId(topic, key)),
-        () => this.apply(group),
+        () => this.apply(group, () => endsAt - Date.now(), timeout),
       )
       .finally(() => {
         clearTimeout(deadline);
@@ -166,11 +173,22 @@ export class PostgresWriteGatherer {
       });
   }
 
-  /** Runs the group while it holds its keys' place in the write order; never rejects (each call is settled). */
-  private async apply<C, R>(group: PendingGroup<C, R>): Promise<void> {
+  /**
+   * Runs the group while it holds its keys' place in the write order, each statement within what is `left` of the
+   * group's bound; never rejects (each call is settled). Nothing is sent once that time is out: a call told
+   * "unavailable" is not applied after all.
+   */
+  private async apply<C, R>(group: PendingGroup<C, R>, left: () => number, timeout: () => DriverUnavailableError): Promise<void> {
     const { calls } = group;
+    if (left() <= 0 || calls.every((call) => call.settled)) {
+      for (const call of calls) settle(call, { error: timeout() });
+      return;
+    }
     try {
-      const results = await group.send(calls.map((call) => call.input));
+      const results = await group.send(
+        calls.map((call) => call.input),
+        left(),
+      );
       calls.forEach((call, n) => settle(call, { result: results[n] }));
       return;
     } catch (error) {
@@ -188,10 +206,12 @@ export class PostgresWriteGatherer {
       chains.set(
         call.key,
         before.then(() =>
-          group.send([call.input]).then(
-            ([result]) => settle(call, { result }),
-            (error: unknown) => settle(call, { error }),
-          ),
+          left() <= 0
+            ? settle(call, { error: timeout() })
+            : group.send([call.input], left()).then(
+                ([result]) => settle(call, { result }),
+                (error: unknown) => settle(call, { error }),
+              ),
         ),
       );
     }

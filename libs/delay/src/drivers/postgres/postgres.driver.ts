@@ -107,9 +107,10 @@ export class PostgresDriver implements DelayDriver {
     this.gatherer = new PostgresWriteGatherer(
       this.order,
       {
-        schedule: (topic, entries, maxPastMs) => this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(null))),
-        cancel: async (topic, keys) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys])).map((row) => int(row.removed) > 0),
-        advance: (topic, commands) => this.sendSeriesSteps(topic, commands),
+        schedule: (topic, entries, maxPastMs, timeoutMs) =>
+          this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(null), timeoutMs)),
+        cancel: async (topic, keys, timeoutMs) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys], timeoutMs)).map((row) => int(row.removed) > 0),
+        advance: (topic, commands, timeoutMs) => this.sendSeriesSteps(topic, commands, timeoutMs),
       },
       commandTimeoutMs,
     );
@@ -188,7 +189,7 @@ export class PostgresDriver implements DelayDriver {
     // guard refuses a transaction over or on another database, as a write's does.
     const rows = transaction
       ? (await this.connection.inTransaction(transaction, this.sql.getInTransaction, [topic, key, await this.store()])).filter((row) => row.member !== null)
-      : await this.ordered(topic, [key], () => this.connection.query(this.sql.get, [topic, key]));
+      : await this.ordered(topic, [key], (timeoutMs) => this.connection.query(this.sql.get, [topic, key], timeoutMs));
     return rows.length === 0 ? null : toStoredAction(topic, rows[0]);
   }
 
@@ -208,7 +209,7 @@ export class PostgresDriver implements DelayDriver {
   /** The actions under these keys, in order (null where none): one call of get_each, after this driver's earlier writes of them. */
   async getMany(topic: string, keys: readonly string[]): Promise<Array<StoredAction | null>> {
     const storable = keys.map((key) => (hasNul(key) ? '' : key));
-    const rows = await this.ordered(topic, storable, () => this.connection.query(this.sql.getEach, [topic, storable]));
+    const rows = await this.ordered(topic, storable, (timeoutMs) => this.connection.query(this.sql.getEach, [topic, storable], timeoutMs));
     const found: Array<StoredAction | null> = keys.map(() => null);
     for (const row of rows) found[int(row.ord) - 1] = toStoredAction(topic, row);
     return found;
@@ -241,7 +242,7 @@ export class PostgresDriver implements DelayDriver {
       nexts.map(([, , payload]) => payload),
     ];
     const sentAt = Date.now();
-    const rows = await this.ordered(topic, keys, () => this.connection.query(this.sql.advanceSeriesEach, params));
+    const rows = await this.ordered(topic, keys, (timeoutMs) => this.connection.query(this.sql.advanceSeriesEach, params, timeoutMs));
     const results: AdvanceSeriesResult[] = new Array(commands.length);
     let soonest: number | undefined;
     for (const row of rows) {
@@ -430,7 +431,7 @@ export class PostgresDriver implements DelayDriver {
 
   async runNow(topic: string, key: string): Promise<boolean> {
     if (hasNul(key)) return false;
-    const rows = await this.ordered(topic, [key], () => this.connection.query(this.sql.runNow, [topic, key]));
+    const rows = await this.ordered(topic, [key], (timeoutMs) => this.connection.query(this.sql.runNow, [topic, key], timeoutMs));
     if (rows[0].found === true) this.consumers.get(topic)?.kick();
     return rows[0].found === true;
   }
@@ -504,7 +505,7 @@ export class PostgresDriver implements DelayDriver {
    * ticks in the same order; steps of one key keep their order), each one's
    * advance_series row back in call order.
    */
-  private async sendSeriesSteps(topic: string, commands: readonly AdvanceSeriesCommand[]): Promise<Row[]> {
+  private async sendSeriesSteps(topic: string, commands: readonly AdvanceSeriesCommand[], timeoutMs: number): Promise<Row[]> {
     const order = commands.map((_, n) => n).sort((a, b) => compareCodePoints(commands[a].key, commands[b].key) || a - b);
     const sorted = order.map((n) => commands[n]);
     const expects = sorted.map(({ expect }) => expectParams(expect));
@@ -532,7 +533,7 @@ export class PostgresDriver implements DelayDriver {
       whileAlive.map(([, , payload]) => payload),
       whileAlive.map(([, , , skipped]) => skipped.length),
       whileAlive.flatMap(([, , , skipped]) => skipped),
-    ]);
+    ], timeoutMs);
     const results: Row[] = new Array(commands.length);
     for (const row of rows) results[order[int(row.ord) - 1]] = row;
     return results;
@@ -628,7 +629,7 @@ export class PostgresDriver implements DelayDriver {
     params: (txStore: string | null) => unknown[],
   ): Promise<Row[]> {
     if (transaction) return this.connection.inTransaction(transaction, sql, params(await this.store()));
-    return this.ordered(topic, keys, () => this.connection.query(sql, params(null)));
+    return this.ordered(topic, keys, (timeoutMs) => this.connection.query(sql, params(null), timeoutMs));
   }
 
   /** The store's id: read at start, or by the first write in a transaction made before. */
@@ -641,12 +642,22 @@ export class PostgresDriver implements DelayDriver {
     return this.storeId;
   }
 
-  /** Runs `work` after the driver's earlier writes of these keys, schedule calls still gathered for this tick included. */
-  private ordered<T>(topic: string, keys: readonly string[], work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` after the driver's earlier writes of these keys, schedule calls still gathered for this tick included,
+   * with what is left of the call's commandTimeout once its turn comes (waiting for earlier calls counts): a call whose
+   * time ran out while it waited rejects unsent.
+   */
+  private ordered<T>(topic: string, keys: readonly string[], work: (timeoutMs: number) => Promise<T>): Promise<T> {
     this.gatherer.flushFor(topic, keys);
+    const timeoutMs = this.connection.commandTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
     return this.order.run(
       keys.map((key) => writeId(topic, key)),
-      work,
+      () => {
+        const left = deadline - Date.now();
+        if (left <= 0) return Promise.reject(new DriverUnavailableError(`PostgreSQL did not answer within ${timeoutMs} ms (earlier calls on the same key were still waiting)`));
+        return work(left);
+      },
     );
   }
 
@@ -658,7 +669,7 @@ export class PostgresDriver implements DelayDriver {
     const keys = entries.map((entry) => entry.key);
     if (transaction) return this.sendSchedules(topic, entries, maxPastMs, transaction, (params) => this.write(topic, keys, transaction, this.sql.schedule, params));
     // Autocommit: the named statement the gathered schedules use, after this driver's earlier writes of these keys.
-    return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.ordered(topic, keys, () => this.connection.queryPrepared(this.sql.schedule, params(null))));
+    return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.ordered(topic, keys, (timeoutMs) => this.connection.queryPrepared(this.sql.schedule, params(null), timeoutMs)));
   }
 
   /**
