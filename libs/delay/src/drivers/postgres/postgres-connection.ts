@@ -70,8 +70,12 @@ export class PostgresConnection {
       application_name: 'nestjs-delay',
       ...(settings.pooler === 'session' ? { statement_timeout: timeout, lock_timeout: timeout } : {}),
     });
-    // An idle client that loses its connection emits here; the pool drops it and the next call opens another.
-    this.ownPool.on('error', (error) => this.logger.warn(`An idle connection failed: ${describeError(error)}`));
+    // An idle client that loses its connection emits here; the pool drops it and the next call opens another. Once
+    // closing, the pool has asked each connection to end, and a server that stops meanwhile ends it with an error.
+    this.ownPool.on('error', (error) => {
+      if (this.closed) this.logger.debug(`A connection ended with an error while the pool closed: ${describeError(error)}`);
+      else this.logger.warn(`An idle connection failed: ${describeError(error)}`);
+    });
     // Heard from the moment each connection is made: between the pool handing one out and withClient listening, an
     // error the server sends (pg_terminate_backend) would otherwise be emitted to no one and end the process.
     this.ownPool.on('connect', (client) => client.on('error', (error) => this.logger.debug(`A connection failed: ${describeError(error)}`)));

@@ -122,7 +122,7 @@ export class PostgresHandlerTransactions {
   private pool(): PgPoolLike {
     if (this.applicationPool) return this.applicationPool;
     if (!this.ownPool) {
-      this.ownPool = new Pool({
+      const pool = new Pool({
         connectionString: this.connectionString,
         max: this.size,
         connectionTimeoutMillis: this.commandTimeoutMs,
@@ -130,11 +130,17 @@ export class PostgresHandlerTransactions {
         keepAlive: true,
         application_name: 'nestjs-delay handlers',
       });
-      this.ownPool.on('error', (error) => this.logger.warn(`An idle handler connection failed: ${describeError(error)}`));
+      // Once close() let go of the pool, it has asked each connection to end, and a server that stops meanwhile ends it
+      // with an error: expected, not a warning.
+      pool.on('error', (error) => {
+        if (this.ownPool === pool) this.logger.warn(`An idle handler connection failed: ${describeError(error)}`);
+        else this.logger.debug(`A handler connection ended with an error while the pool closed: ${describeError(error)}`);
+      });
       // Heard from the moment each connection is made: the pool stops listening as it hands one out, and run()
       // listens only a few promise turns later. An error the server sends in between (pg_terminate_backend, a
       // shutdown), read with the connection's last startup bytes, would be emitted to no one and end the process.
-      this.ownPool.on('connect', (client) => client.on('error', (error) => this.logger.debug(`A handler connection failed: ${describeError(error)}`)));
+      pool.on('connect', (client) => client.on('error', (error) => this.logger.debug(`A handler connection failed: ${describeError(error)}`)));
+      this.ownPool = pool;
     }
     return this.ownPool as unknown as PgPoolLike;
   }
