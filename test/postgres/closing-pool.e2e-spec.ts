@@ -6,7 +6,7 @@ import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
 import { PostgresConnection } from '../../libs/delay/src/drivers/postgres/postgres-connection';
 import { PostgresHandlerTransactions } from '../../libs/delay/src/drivers/postgres/postgres-handler-transactions';
-import { sleep } from '../conformance/support/driver-fixture';
+import { pollUntil } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
 
 /** A pool of the driver's with one idle connection: the backend's pid, and how to close the pool. */
@@ -47,6 +47,7 @@ describe('postgres: closing the pools', () => {
 
   it.each(POOLS)('%s: an idle connection the server ends while the pool closes it logs no warning', async (_, open) => {
     const warn = jest.spyOn(Logger.prototype, 'warn');
+    const debug = jest.spyOn(Logger.prototype, 'debug');
     const pool = await open(server.url);
     const admin = new Client({ connectionString: server.url });
     await admin.connect();
@@ -61,13 +62,16 @@ describe('postgres: closing the pools', () => {
       await admin.query('SELECT pg_terminate_backend($1)', [pool.pid]);
       process.kill(pool.pid, 'SIGCONT');
       stopped = false;
-      await sleep(500);
+      // The error did come (the case happened), and was heard as expected.
+      const heard = (): boolean => debug.mock.calls.some(([message]) => String(message).includes('while the pool closed'));
+      await pollUntil(heard, 'the error of the connection being closed', 5_000, 10);
       const warnings = warn.mock.calls.map(([message]) => String(message));
       expect(warnings.filter((message) => message.includes('connection'))).toEqual([]);
     } finally {
       if (stopped) process.kill(pool.pid, 'SIGCONT');
       await admin.end();
       warn.mockRestore();
+      debug.mockRestore();
     }
   }, 30_000);
 });

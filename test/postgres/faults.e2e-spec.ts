@@ -220,31 +220,38 @@ describe('postgres: faults', () => {
     const { delay } = booted;
     const blocker = new Client({ connectionString: server.url });
     await blocker.connect();
+    let kept: { dueAt: Date };
     try {
-      await delay.schedule(TOPIC, 'kept', { delay: 60_000 });
+      kept = await delay.schedule(TOPIC, 'kept', { delay: 60_000 });
       await blocker.query('BEGIN');
       await blocker.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'kept' FOR UPDATE`);
       // Made together, so each waits for the one before it in the key's write order; the first waits on the lock.
       // Waiting counts against a call's bound: none takes longer than one commandTimeout, and the cancel, gathered
       // behind the others, is not sent once its time ran out.
+      // The last one, made a quarter of the way in, gets its turn with a quarter of its time left: the server's limits
+      // follow, so it does not wait on for the rest of a commandTimeout after it gave up.
       const calls = await Promise.all([
         timed(() => delay.runNow(TOPIC, 'kept')),
         timed(() => delay.reschedule(TOPIC, 'kept', { delay: 120_000 })),
         timed(() => delay.reschedule(TOPIC, 'kept', { delay: 180_000 })),
         timed(() => delay.cancel(TOPIC, 'kept')),
+        sleep(COMMAND_TIMEOUT_MS / 4).then(() => timed(() => delay.reschedule(TOPIC, 'kept', { delay: 240_000 }))),
       ]);
       for (const call of calls) {
         expect(call.error).toMatchObject({ code: 'ERR_DELAY_DRIVER_UNAVAILABLE' });
         expect(call.ms).toBeLessThan(COMMAND_TIMEOUT_MS + SLACK_MS);
       }
-      // Were the cancel sent once its turn came, it would be waiting on the lock now, and apply when it is released.
-      await sleep(300);
+      // Nothing the calls sent goes on waiting on the server once they gave up (the server's limits follow each call's
+      // bound): a statement still waiting on the lock would apply when it is released.
+      const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`;
+      await pollUntil(async () => (await blocker.query<{ n: number }>(waiting)).rows[0].n === 0, 'no statement of the calls waiting on the server', 400, 20);
       await blocker.query('ROLLBACK');
     } finally {
       await blocker.end();
     }
     await sleep(300);
-    expect(await delay.get(TOPIC, 'kept')).not.toBeNull();
+    // Neither deleted nor moved by a call that gave up.
+    expect((await delay.get(TOPIC, 'kept'))?.dueAt.getTime()).toBe(kept.dueAt.getTime());
   }, 30_000);
 
   it('connections black-holed: calls on them settle within the bound, new connections carry on, nothing committed is lost', async () => {

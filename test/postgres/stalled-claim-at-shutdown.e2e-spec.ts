@@ -58,7 +58,7 @@ describe("postgres: a claim's reply held on the way while the instance shuts dow
     const claimsAfter = proxy.holdReplies('.claim_taken($1::');
     const closing = rig.close(worker);
     // Drain gives up on the claim after shutdownTimeout (300 ms); the ask's reply arrives later.
-    await sleep(1_000);
+    await sleep(2_000);
     proxy.heal();
     await closing;
     expect(claimsAfter.at).toEqual([]);

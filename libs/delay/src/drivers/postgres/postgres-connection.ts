@@ -33,6 +33,9 @@ export interface PostgresConnectionSettings {
  */
 const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
 
+/** A statement bounded by less than commandTimeout by more than this gets the server's limits brought down to its bound. */
+const SERVER_BOUND_SLACK_MS = 10;
+
 /** invalid_schema_name: in the application's transaction, its database lacks the driver's schema. */
 const SQLSTATE_NO_SCHEMA = '3F000';
 
@@ -54,6 +57,8 @@ export class PostgresConnection {
   private readonly ownPool: Pool | undefined;
   private closed = false;
   private readonly names = new Map<string, string>();
+  /** Clients whose session settings could not be put back: dropped when the call that used them ends. */
+  private readonly spoiled = new WeakSet<PgPoolClientLike>();
 
   constructor(private readonly settings: PostgresConnectionSettings) {
     if (settings.pool) {
@@ -98,7 +103,34 @@ export class PostgresConnection {
   /** One statement on a pooled client, bounded (by commandTimeout unless `timeoutMs` says less). */
   async query(sql: string, params: readonly unknown[] = [], timeoutMs = this.settings.commandTimeoutMs): Promise<Row[]> {
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
-    return this.withClient(async (client) => (await client.query(sql, params as unknown[])).rows, Math.min(timeoutMs, this.settings.commandTimeoutMs));
+    const bound = Math.min(timeoutMs, this.settings.commandTimeoutMs);
+    return this.withClient((client) => this.withServerBound(client, bound, async () => (await client.query(sql, params as unknown[])).rows), bound);
+  }
+
+  /**
+   * Runs one statement on `client`. The server's own limits (statement_timeout, lock_timeout, set at connect on the
+   * driver's pool) are commandTimeout: a statement bounded by less (a call that waited for earlier calls on its key, a
+   * hand-back within shutdown's deadline) has them brought down to its bound for that statement, so the server does not
+   * go on with it (and apply it) after the call gave up. Two more round trips, only on that path.
+   */
+  private async withServerBound<T>(client: PgPoolClientLike, boundMs: number, run: () => Promise<T>): Promise<T> {
+    const lowered = this.ownPool !== undefined && this.settings.pooler === 'session' && boundMs < this.settings.commandTimeoutMs - SERVER_BOUND_SLACK_MS;
+    if (!lowered) return run();
+    const ms = Math.max(1, Math.floor(boundMs));
+    await client.query(`SET statement_timeout = ${ms}; SET lock_timeout = ${ms}`);
+    const restore = (): Promise<unknown> => client.query('RESET statement_timeout; RESET lock_timeout');
+    let result: T;
+    try {
+      result = await run();
+    } catch (error) {
+      // Back to the session's own values (those given at connect) before the connection serves another call; the
+      // statement's error is the call's (a connection that cannot reset is dropped with it: the error is not a refusal).
+      await restore().catch(() => this.spoiled.add(client));
+      throw error;
+    }
+    // A statement that ran is the call's result even if the reset fails; that connection is dropped, not given back.
+    await restore().catch(() => this.spoiled.add(client));
+    return result;
   }
 
   /**
@@ -116,16 +148,20 @@ export class PostgresConnection {
     const name = this.statementName(sql);
     const deadline = Date.now() + bound;
     const send = (timeoutMs: number): Promise<Row[]> =>
-      this.withClient(async (client) => {
-        try {
-          return (await client.query({ name, text: sql, values: params as unknown[] })).rows;
-        } catch (error) {
-          // pg remembers the statement as prepared on this connection, so every later call on it would fail the same
-          // way: as a DriverUnavailableError the connection is dropped instead of given back.
-          if (sqlState(error) === SQLSTATE_NO_SUCH_STATEMENT) throw new StatementGoneError(error);
-          throw error;
-        }
-      }, timeoutMs);
+      this.withClient(
+        (client) =>
+          this.withServerBound(client, timeoutMs, async () => {
+            try {
+              return (await client.query({ name, text: sql, values: params as unknown[] })).rows;
+            } catch (error) {
+              // pg remembers the statement as prepared on this connection, so every later call on it would fail the same
+              // way: as a DriverUnavailableError the connection is dropped instead of given back.
+              if (sqlState(error) === SQLSTATE_NO_SUCH_STATEMENT) throw new StatementGoneError(error);
+              throw error;
+            }
+          }),
+        timeoutMs,
+      );
     try {
       return await send(bound);
     } catch (error) {
@@ -171,11 +207,11 @@ export class PostgresConnection {
       }
       try {
         const result = await work(client);
-        release(false);
+        release(this.spoiled.has(client));
         return result;
       } catch (error) {
         // A statement the server refused leaves its connection as good as before; anything else may not.
-        release(!refusedByServer(error));
+        release(!refusedByServer(error) || this.spoiled.has(client));
         throw error;
       }
     };

@@ -308,6 +308,8 @@ export class PostgresTopicConsumer {
           this.claimInFlight.end();
           this.inFlight.leave();
           this.flushAcksLeft();
+          // Stopped (drain gave up on it): no claim follows to carry the claims that finished meanwhile.
+          this.finishLeft();
           return;
         }
       }

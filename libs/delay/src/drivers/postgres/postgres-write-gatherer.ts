@@ -67,8 +67,9 @@ interface PendingGroup<C, R> {
  *   call with that DriverUnavailableError, as each would have alone;
  * - every call settles within the command timeout from when its group is
  *   sent, even when it had to be sent again: waiting for its keys' place
- *   counts, a statement gets what is left of that time, and a group whose
- *   time ran out while it waited is not sent at all.
+ *   counts, a statement gets what is left of that time (the server's limits
+ *   too, see PostgresConnection), and a group whose time ran out while it
+ *   waited is not sent at all.
  */
 export class PostgresWriteGatherer {
   private readonly pending = new Map<string, PendingGroup<unknown, unknown>>();
@@ -180,14 +181,15 @@ export class PostgresWriteGatherer {
    */
   private async apply<C, R>(group: PendingGroup<C, R>, left: () => number, timeout: () => DriverUnavailableError): Promise<void> {
     const { calls } = group;
-    if (left() <= 0 || calls.every((call) => call.settled)) {
+    const timeoutMs = left();
+    if (timeoutMs <= 0 || calls.every((call) => call.settled)) {
       for (const call of calls) settle(call, { error: timeout() });
       return;
     }
     try {
       const results = await group.send(
         calls.map((call) => call.input),
-        left(),
+        timeoutMs,
       );
       calls.forEach((call, n) => settle(call, { result: results[n] }));
       return;
@@ -205,14 +207,14 @@ export class PostgresWriteGatherer {
       const before = chains.get(call.key) ?? Promise.resolve();
       chains.set(
         call.key,
-        before.then(() =>
-          left() <= 0
-            ? settle(call, { error: timeout() })
-            : group.send([call.input], left()).then(
-                ([result]) => settle(call, { result }),
-                (error: unknown) => settle(call, { error }),
-              ),
-        ),
+        before.then(() => {
+          const timeoutMs = left();
+          if (timeoutMs <= 0) return settle(call, { error: timeout() });
+          return group.send([call.input], timeoutMs).then(
+            ([result]) => settle(call, { result }),
+            (error: unknown) => settle(call, { error }),
+          );
+        }),
       );
     }
     await Promise.all(chains.values());
