@@ -228,14 +228,14 @@ describe('postgres: faults', () => {
       // Made together, so each waits for the one before it in the key's write order; the first waits on the lock.
       // Waiting counts against a call's bound: none takes longer than one commandTimeout, and the cancel, gathered
       // behind the others, is not sent once its time ran out.
-      // The last one, made a quarter of the way in, gets its turn with a quarter of its time left: the server's limits
-      // follow, so it does not wait on for the rest of a commandTimeout after it gave up.
+      // The last one, made a tenth of the way in, gets its turn with a tenth of its time left: the server's limits
+      // follow, so it does not wait on for the rest of a commandTimeout (0.9 s) after it gave up.
       const calls = await Promise.all([
         timed(() => delay.runNow(TOPIC, 'kept')),
         timed(() => delay.reschedule(TOPIC, 'kept', { delay: 120_000 })),
         timed(() => delay.reschedule(TOPIC, 'kept', { delay: 180_000 })),
         timed(() => delay.cancel(TOPIC, 'kept')),
-        sleep(COMMAND_TIMEOUT_MS / 4).then(() => timed(() => delay.reschedule(TOPIC, 'kept', { delay: 240_000 }))),
+        sleep(COMMAND_TIMEOUT_MS / 10).then(() => timed(() => delay.reschedule(TOPIC, 'kept', { delay: 240_000 }))),
       ]);
       for (const call of calls) {
         expect(call.error).toMatchObject({ code: 'ERR_DELAY_DRIVER_UNAVAILABLE' });
@@ -244,7 +244,7 @@ describe('postgres: faults', () => {
       // Nothing the calls sent goes on waiting on the server once they gave up (the server's limits follow each call's
       // bound): a statement still waiting on the lock would apply when it is released.
       const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`;
-      await pollUntil(async () => (await blocker.query<{ n: number }>(waiting)).rows[0].n === 0, 'no statement of the calls waiting on the server', 400, 20);
+      await pollUntil(async () => (await blocker.query<{ n: number }>(waiting)).rows[0].n === 0, 'no statement of the calls waiting on the server', 600, 20);
       await blocker.query('ROLLBACK');
     } finally {
       await blocker.end();
