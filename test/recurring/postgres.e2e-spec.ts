@@ -216,8 +216,10 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     const elapsed = Date.now() - startedAt;
     await delay.removeRecurring('slow.every', 'k');
     subscription.unsubscribe();
-    // A tick waiting for the slot would run 2-3 s late: the occurrences it skipped would count as missed ('once').
-    expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
+    // A tick waiting for the slot would run 2-3 s late each time: about two occurrences missed ('once') for each one
+    // created. (On a busy machine a tick may still be a second late now and then, and miss one or two.)
+    const missed = events.filter((event) => event.type === 'recurringMissed').reduce((sum, event) => sum + (event.size ?? 0), 0);
+    expect(missed).toBeLessThan(fired());
     // One slot, 3 s a run: the handler ran one after another, however many occurrences were created.
     expect(app.get(Slow).started).toBeLessThanOrEqual(Math.floor(elapsed / 3_000) + 1);
   }, 30_000);
