@@ -6,19 +6,25 @@
 import { DelayService } from 'nestjs-delay';
 import { pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { LOST_TOPIC as TOPIC, lostClaimRig, lostRuns as runs, proxiedUrl } from './support/lost-claim-rig';
+import { TcpFaultProxy } from './support/tcp-fault-proxy';
 
 const KEYS = Array.from({ length: 10 }, (_, n) => `k${n}`);
 
 describe("postgres: a claim's reply held on the way while the instance shuts down", () => {
   const rig = lostClaimRig();
 
-  it('the claim answered after drain gave up on it: every action runs once, as attempt 1, soon after the close; none dead', async () => {
+  /** A fresh schema whose KEYS are due, a producer on the server, and a proxy in front of it for the worker. */
+  async function dueBehindProxy(prefix: string): Promise<{ schema: string; producer: DelayService; proxy: TcpFaultProxy }> {
     runs.length = 0;
-    const schema = rig.schema('stall');
+    const schema = rig.schema(prefix);
     const producer = (await rig.instance(schema, rig.server.url, false, '300ms')).get(DelayService);
     for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
     await sleep(50);
-    const proxy = await rig.startProxy();
+    return { schema, producer, proxy: await rig.startProxy() };
+  }
+
+  it('the claim answered after drain gave up on it: every action runs once, as attempt 1, soon after the close; none dead', async () => {
+    const { schema, producer, proxy } = await dueBehindProxy('stall');
     // The worker's first claim takes every action (all due): the server commits it, its reply stays on the way.
     const held = proxy.holdReplies('.claim_taken($1::');
     const worker = await rig.instance(schema, proxiedUrl(proxy), true, '300ms');
@@ -40,12 +46,7 @@ describe("postgres: a claim's reply held on the way while the instance shuts dow
   }, 60_000);
 
   it('drain gave up while a claim first asked again for a lost one: the claim is not sent after it; every action runs once, as attempt 1; none dead', async () => {
-    runs.length = 0;
-    const schema = rig.schema('stallask');
-    const producer = (await rig.instance(schema, rig.server.url, false, '300ms')).get(DelayService);
-    for (const key of KEYS) await producer.schedule(TOPIC, key, { delay: 1 });
-    await sleep(50);
-    const proxy = await rig.startProxy();
+    const { schema, producer, proxy } = await dueBehindProxy('stallask');
     // The worker's first claim takes every action and loses its reply; its next claim first asks for what that one
     // took (recover), and that reply stays on the way.
     const lost = proxy.resetOnReply('.claim_taken($1::');

@@ -55,12 +55,15 @@ export class PostgresConnection {
   private readonly logger = new Logger(PostgresConnection.name);
   readonly pool: PgPoolLike;
   private readonly ownPool: Pool | undefined;
+  /** The server's own limits (statement_timeout, lock_timeout) are commandTimeout, set at connect: the driver's pool, no transaction pooler. */
+  private readonly serverLimits: boolean;
   private closed = false;
   private readonly names = new Map<string, string>();
   /** Clients whose session settings could not be put back: dropped when the call that used them ends. */
   private readonly spoiled = new WeakSet<PgPoolClientLike>();
 
   constructor(private readonly settings: PostgresConnectionSettings) {
+    this.serverLimits = settings.pool === undefined && settings.pooler === 'session';
     if (settings.pool) {
       this.pool = settings.pool;
       return;
@@ -73,7 +76,7 @@ export class PostgresConnection {
       idleTimeoutMillis: 30_000,
       keepAlive: true,
       application_name: 'nestjs-delay',
-      ...(settings.pooler === 'session' ? { statement_timeout: timeout, lock_timeout: timeout } : {}),
+      ...(this.serverLimits ? { statement_timeout: timeout, lock_timeout: timeout } : {}),
     });
     // An idle client that loses its connection emits here; the pool drops it and the next call opens another. Once
     // closing, the pool has asked each connection to end, and a server that stops meanwhile ends it with an error.
@@ -114,7 +117,7 @@ export class PostgresConnection {
    * go on with it (and apply it) after the call gave up. Two more round trips, only on that path.
    */
   private async withServerBound<T>(client: PgPoolClientLike, boundMs: number, run: () => Promise<T>): Promise<T> {
-    const lowered = this.ownPool !== undefined && this.settings.pooler === 'session' && boundMs < this.settings.commandTimeoutMs - SERVER_BOUND_SLACK_MS;
+    const lowered = this.serverLimits && boundMs < this.settings.commandTimeoutMs - SERVER_BOUND_SLACK_MS;
     if (!lowered) return run();
     const ms = Math.max(1, Math.floor(boundMs));
     await client.query(`SET statement_timeout = ${ms}; SET lock_timeout = ${ms}`);

@@ -301,13 +301,8 @@ export class PostgresTopicConsumer {
         this.lostClaims = this.lostClaims.filter((lost) => !found.has(lost.id));
         if (this.claimInFlight.abandoned) {
           // Drain stopped waiting during the recover: the claim is not sent (its reply could come after the hand-back),
-          // and what the recovered claims took is handed back with the other lost claims (their leases were just renewed).
-          const until = Date.now() + leaseMs;
-          this.lostClaims.push(...recoveredClaims.map((lost) => ({ id: lost.id, until })));
-          this.used -= limit;
-          this.claimInFlight.end();
-          this.inFlight.leave();
-          this.flushAcksLeft();
+          // and what the recovered claims took is handed back with the other lost claims.
+          this.endAbandoned(recoveredClaims.map((lost) => lost.id), limit);
           // Stopped (drain gave up on it): no claim follows to carry the claims that finished meanwhile.
           this.finishLeft();
           return;
@@ -363,14 +358,8 @@ export class PostgresTopicConsumer {
       return;
     }
     if (this.claimInFlight.abandoned) {
-      // Shutdown no longer waits for what this claim, and the lost claims it asked again, took: they are asked for
-      // again, and handed back (their leases were just given or renewed).
-      const until = Date.now() + leaseMs;
-      this.lostClaims.push({ id: claimId, until }, ...recoveredClaims.map((lost) => ({ id: lost.id, until })));
-      this.used -= limit;
-      this.claimInFlight.end();
-      this.inFlight.leave();
-      this.flushAcksLeft();
+      // Shutdown no longer waits for what this claim, and the lost claims it asked again, took.
+      this.endAbandoned([claimId, ...recoveredClaims.map((lost) => lost.id)], limit);
       return;
     }
     this.claimInFlight.end();
@@ -408,6 +397,20 @@ export class PostgresTopicConsumer {
     // Completions that waited for this claim and have no claim to ride on next. (Finished claims wait for the next
     // claim, at the latest the safety re-check: a statement of their own would be one more commit per action.)
     else this.flushAcksLeft();
+  }
+
+  /**
+   * Ends a claim drain gave up on: what the claims `claimIds` took is asked for again and handed back with the other
+   * lost claims (their leases were just given or renewed), the claim's slots are given back, and the completions that
+   * waited for it are recorded with a statement of their own.
+   */
+  private endAbandoned(claimIds: readonly string[], limit: number): void {
+    const until = Date.now() + this.settings.leaseMs;
+    this.lostClaims.push(...claimIds.map((id) => ({ id, until })));
+    this.used -= limit;
+    this.claimInFlight.end();
+    this.inFlight.leave();
+    this.flushAcksLeft();
   }
 
   /**

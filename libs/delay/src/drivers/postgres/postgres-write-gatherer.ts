@@ -153,16 +153,15 @@ export class PostgresWriteGatherer {
     const { calls } = group;
     const steps = group.tag === ADVANCE;
     if (steps) this.stepping.add(topic);
-    const timeout = (): DriverUnavailableError => new DriverUnavailableError(`PostgreSQL did not answer within ${this.commandTimeoutMs} ms`);
+    const endsAt = Date.now() + this.commandTimeoutMs;
     const deadline = setTimeout(() => {
-      const error = timeout();
+      const error = this.timedOut();
       for (const call of calls) settle(call, { error });
     }, this.commandTimeoutMs);
-    const endsAt = Date.now() + this.commandTimeoutMs;
     void this.order
       .run(
         [...group.keys].map((key) => writeId(topic, key)),
-        () => this.apply(group, () => endsAt - Date.now(), timeout),
+        () => this.apply(group, endsAt),
       )
       .finally(() => {
         clearTimeout(deadline);
@@ -174,16 +173,20 @@ export class PostgresWriteGatherer {
       });
   }
 
+  private timedOut(): DriverUnavailableError {
+    return new DriverUnavailableError(`PostgreSQL did not answer within ${this.commandTimeoutMs} ms`);
+  }
+
   /**
-   * Runs the group while it holds its keys' place in the write order, each statement within what is `left` of the
-   * group's bound; never rejects (each call is settled). Nothing is sent once that time is out: a call told
-   * "unavailable" is not applied after all.
+   * Runs the group while it holds its keys' place in the write order, each statement within what is left of the
+   * group's bound (it ends at `endsAt`); never rejects (each call is settled). Nothing is sent once that time is out
+   * (or the deadline timer, a moment early, settled every call): a call told "unavailable" is not applied after all.
    */
-  private async apply<C, R>(group: PendingGroup<C, R>, left: () => number, timeout: () => DriverUnavailableError): Promise<void> {
+  private async apply<C, R>(group: PendingGroup<C, R>, endsAt: number): Promise<void> {
     const { calls } = group;
-    const timeoutMs = left();
+    const timeoutMs = endsAt - Date.now();
     if (timeoutMs <= 0 || calls.every((call) => call.settled)) {
-      for (const call of calls) settle(call, { error: timeout() });
+      for (const call of calls) settle(call, { error: this.timedOut() });
       return;
     }
     try {
@@ -208,8 +211,8 @@ export class PostgresWriteGatherer {
       chains.set(
         call.key,
         before.then(() => {
-          const timeoutMs = left();
-          if (timeoutMs <= 0) return settle(call, { error: timeout() });
+          const timeoutMs = endsAt - Date.now();
+          if (timeoutMs <= 0) return settle(call, { error: this.timedOut() });
           return group.send([call.input], timeoutMs).then(
             ([result]) => settle(call, { result }),
             (error: unknown) => settle(call, { error }),
