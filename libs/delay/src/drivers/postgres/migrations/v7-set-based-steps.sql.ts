@@ -11,8 +11,10 @@
  * a series with an occurrence alive, an orphan check, a removal, a
  * cancelPrevious) still goes through series_step, one by one, as before.
  * Same arguments, same rows back (in another order: each row carries its
- * place), same locks: every tick of the call is locked first, in key order,
- * then the plain ticks' series rows, in key order.
+ * place). The locks differ: every tick of the call is locked first, in key
+ * order, then the plain ticks' series rows, in key order, so a step that
+ * waits (a cancelPrevious deleting an occurrence a transactional handler
+ * holds) waits holding every tick of the call, not only the earlier ones.
  * `__schema__` is replaced by the schema's name.
  */
 export const MIGRATION_7_SQL = String.raw`
@@ -32,8 +34,11 @@ CREATE INDEX actions_due_work ON __schema__.actions (topic, due_at, member) WHER
 -- an occurrence's). For those nothing can be refused, so each step's
 -- outcome is the rows it writes: its occurrences created (or skipped, where
 -- an action already holds the key), its tick re-armed under a new token,
--- its series listing what it created. The wake is decided as in migration 4:
--- the plain steps are ticks' steps, measured once with the others.
+-- its series listing what it created. The wake is decided as in migration 4,
+-- but the topic's earliest waiting action is measured before any step (the
+-- plain ones come first): a step before a plain one in key order that
+-- deletes the earliest no longer lets it notify, and consumers are already
+-- woken no later than that earliest.
 -- Every read of a row by its key is an index probe, whatever the planner's
 -- statistics say (a lateral subquery with a limit, or = ANY on the primary
 -- key; sequential and bitmap scans off, as in migration 5): with statistics
