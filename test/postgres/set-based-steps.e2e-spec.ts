@@ -5,11 +5,13 @@ import { TestPostgresServer } from '../support/postgres-server';
 
 /**
  * Migration 7 steps the plain ticks of a claim together, set-based, and
- * leaves every other step to series_step. Here the same call, on the same
- * rows, goes to a schema stopped at migration 6 (every step through
- * series_step) and to one at migration 7: the rows each answers and the
- * tables each leaves must be the same, step by step, and migration 7 must
- * have made the plain steps without series_step.
+ * leaves every other step to series_step; migration 8 decides their wake
+ * without reading the topic's due order when one of them created an
+ * occurrence whose instant has passed. Here the same call, on the same rows,
+ * goes to a schema stopped at migration 6 (every step through series_step)
+ * and to one at the latest migration: the rows each answers, the tables each
+ * leaves and the notification must be the same, step by step, and the
+ * latest must have made the plain steps without series_step.
  */
 
 interface Step {
@@ -79,6 +81,7 @@ function calls(base: number): Step[] {
   ];
 }
 const SLOW = ['c', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l'];
+const LATEST = Math.max(...postgresMigrations('x').map(({ version }) => version));
 
 function params(steps: Step[]): unknown[] {
   const occurrences = steps.flatMap((step) => step.occurrences);
@@ -110,10 +113,12 @@ interface Outcome {
   rows: Array<Record<string, unknown>>;
   tables: Record<string, Array<Record<string, unknown>>>;
   seriesSteps: number;
+  /** Calls of earliest_waiting, the read of the topic's due order that decides a wake. */
+  earliestReads: number;
   notified: boolean;
 }
 
-describe('postgres: the plain steps of claimed ticks, set-based (migration 7), against series_step one by one (migration 6)', () => {
+describe('postgres: the plain steps of claimed ticks, set-based (migrations 7 and 8), against series_step one by one (migration 6)', () => {
   let server: TestPostgresServer;
   let client: Client;
 
@@ -144,7 +149,11 @@ describe('postgres: the plain steps of claimed ticks, set-based (migration 7), a
       await client.query('BEGIN');
       await client.query(`SET LOCAL track_functions = 'all'`);
       const { rows } = await client.query(postgresStatements(schema).advanceSeriesSteps, params(steps));
-      const calls = await client.query(`SELECT coalesce(sum(calls), 0)::int AS calls FROM pg_stat_xact_user_functions WHERE schemaname = $1 AND funcname = 'series_step'`, [schema]);
+      const calls = await client.query(
+        `SELECT coalesce(sum(calls) FILTER (WHERE funcname = 'series_step'), 0)::int AS calls, coalesce(sum(calls) FILTER (WHERE funcname = 'earliest_waiting'), 0)::int AS reads
+         FROM pg_stat_xact_user_functions WHERE schemaname = $1`,
+        [schema],
+      );
       await client.query('COMMIT');
       await new Promise((resolve) => setTimeout(resolve, 200)); // a notification arrives after the commit
       const read = async (sql: string): Promise<Array<Record<string, unknown>>> => (await client.query(sql)).rows as Array<Record<string, unknown>>;
@@ -161,6 +170,7 @@ describe('postgres: the plain steps of claimed ticks, set-based (migration 7), a
           runs: await read(`SELECT claim_id, members, tokens FROM ${schema}.runs ORDER BY claim_id`),
         },
         seriesSteps: Number(calls.rows[0].calls),
+        earliestReads: Number(calls.rows[0].reads),
         notified,
       };
     } finally {
@@ -170,11 +180,11 @@ describe('postgres: the plain steps of claimed ticks, set-based (migration 7), a
 
   it('every kind of step in one call: the same rows back and the same rows written; the plain ones without series_step', async () => {
     await migrate('steps_v6', 6);
-    await migrate('steps_v7', 7);
+    await migrate('steps_latest', LATEST);
     const base = Date.now() + 3_600_000;
     const steps = calls(base);
     const before = await run('steps_v6', steps, base, seed('steps_v6', base));
-    const after = await run('steps_v7', steps, base, seed('steps_v7', base));
+    const after = await run('steps_latest', steps, base, seed('steps_latest', base));
 
     expect(after.rows).toEqual(before.rows);
     expect(after.tables).toEqual(before.tables);
@@ -210,15 +220,23 @@ describe('postgres: the plain steps of claimed ticks, set-based (migration 7), a
     // The seed's earliest waiting action is f's tick (base - 1000, not running): occurrences due after it wake no one,
     // one due before it does.
     const dueAt = (at: number): Step[] => plain.map((step) => ({ ...step, occurrences: step.occurrences.map(([key, , payload]): [string, number, string] => [key, at, payload]) }));
-    for (const [name, steps, wakes] of [['late', dueAt(base + 5_000), false], ['early', dueAt(base - 2_000), true]] as const) {
+    // An occurrence of an instant passed (an hour ago) wakes whatever is waiting: migration 8 decides so without
+    // reading the due order; the others read it once, after the steps.
+    const cases = [
+      ['late', dueAt(base + 5_000), false, 1],
+      ['early', dueAt(base - 2_000), true, 1],
+      ['passed', dueAt(base - 7_200_000), true, 0],
+    ] as const;
+    for (const [name, steps, wakes, reads] of cases) {
       await migrate(`${name}_v6`, 6);
-      await migrate(`${name}_v7`, 7);
+      await migrate(`${name}_latest`, LATEST);
       const before = await run(`${name}_v6`, steps, base, seed(`${name}_v6`, base));
-      const after = await run(`${name}_v7`, steps, base, seed(`${name}_v7`, base));
+      const after = await run(`${name}_latest`, steps, base, seed(`${name}_latest`, base));
       expect(after.rows).toEqual(before.rows);
       expect(after.tables).toEqual(before.tables);
       expect([name, before.notified, after.notified]).toEqual([name, wakes, wakes]);
       expect(after.seriesSteps).toBe(0);
+      expect([name, before.earliestReads > 0, after.earliestReads]).toEqual([name, true, reads]);
       expect(after.rows.map((row) => row.status)).toEqual(steps.map(() => 1));
     }
   });

@@ -92,11 +92,11 @@ describe('resolveDelayOptions', () => {
   });
 
   it('accepts a postgres driver config and lists every problem of a bad one', () => {
-    const good = { type: 'postgres', connectionString: 'postgres://app@db:5432/app', schema: 'delay_1', lease: '10s', pooler: 'transaction' } as const;
+    const good = { type: 'postgres', connectionString: 'postgres://app@db:5432/app', schema: 'delay_1', lease: '10s', pooler: 'transaction', vacuum: false } as const;
     expect(resolveDelayOptions({ driver: good, transactions: { ambient: () => undefined } }).driver).toBe(good);
     const problems = problemsOf(() =>
       resolveDelayOptions({
-        driver: { type: 'postgres', connectionString: 'mysql://x', schema: 'Bad-Schema', migrate: 'yes', lease: '10ms', claimBatch: 5000, commandTimeout: 5, wakeCheck: 1, pooler: 'statement' },
+        driver: { type: 'postgres', connectionString: 'mysql://x', schema: 'Bad-Schema', migrate: 'yes', lease: '10ms', claimBatch: 5000, commandTimeout: 5, wakeCheck: 1, pooler: 'statement', vacuum: 'yes' },
       } as unknown as DelayModuleOptions),
     );
     expect(problems).toEqual([
@@ -108,6 +108,7 @@ describe('resolveDelayOptions', () => {
       expect.stringContaining('driver.commandTimeout'),
       expect.stringContaining('driver.wakeCheck'),
       expect.stringContaining('driver.pooler'),
+      expect.stringContaining('driver.vacuum must be true or false'),
     ]);
     expect(problemsOf(() => resolveDelayOptions({ driver: { type: 'postgres' } }))).toEqual([expect.stringContaining('connectionString')]);
     expect(problemsOf(() => resolveDelayOptions({ driver: { type: 'postgres', connectionString: 'postgres://x', pool: { connect: () => Promise.reject(new Error('unused')) } } }))).toEqual([

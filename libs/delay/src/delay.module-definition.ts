@@ -310,6 +310,7 @@ function checkPostgres(driver: PostgresDriverConfig, problems: string[]): void {
   if (driver.pooler !== undefined && driver.pooler !== 'session' && driver.pooler !== 'transaction') {
     problems.push(`driver.pooler must be 'session' or 'transaction', got ${quoteInput(driver.pooler)}`);
   }
+  if (driver.vacuum !== undefined && typeof driver.vacuum !== 'boolean') problems.push(`driver.vacuum must be true or false, got ${quoteInput(driver.vacuum)}`);
 }
 
 export function isDriverInstance(driver: unknown): driver is DelayDriver {

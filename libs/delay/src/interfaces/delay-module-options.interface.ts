@@ -140,6 +140,17 @@ export interface PostgresDriverConfig {
    * accordingly. Default 'session'.
    */
   readonly pooler?: 'session' | 'transaction';
+  /**
+   * While it consumes, each instance vacuums the driver's busiest tables
+   * (actions, claims, recurring series) once they hold 1,000 dead rows,
+   * looking every second: every run and claim leaves dead rows where the
+   * next claims look, and autovacuum visits a database once a minute by
+   * default. Only tables the driver's role owns (or has its owner's
+   * privileges on); a table another vacuum is working on is skipped. A
+   * table's vacuums take at most a twentieth of one server process. Set
+   * false to leave it all to autovacuum. Default true.
+   */
+  readonly vacuum?: boolean;
 }
 
 /** `driver` is one of the built-in drivers by config, or any DelayDriver instance. */

@@ -19,6 +19,7 @@ import { MIGRATION_4_SQL } from './migrations/v4-series-steps.sql';
 import { MIGRATION_5_SQL } from './migrations/v5-set-based-schedule.sql';
 import { MIGRATION_6_SQL } from './migrations/v6-claim-one-row.sql';
 import { MIGRATION_7_SQL } from './migrations/v7-set-based-steps.sql';
+import { MIGRATION_8_SQL } from './migrations/v8-vacuum.sql';
 
 /** The schema the driver uses when none is configured. */
 export const POSTGRES_DEFAULT_SCHEMA = 'nestjs_delay';
@@ -66,4 +67,5 @@ const MIGRATIONS: ReadonlyArray<PostgresMigration> = [
   { version: 5, name: 'earliest waiting through the due index, set-based schedule', sql: MIGRATION_5_SQL },
   { version: 6, name: 'the claim answers in one row, its turn asked for without waiting first', sql: MIGRATION_6_SQL },
   { version: 7, name: 'the plain steps of claimed ticks made together, set-based', sql: MIGRATION_7_SQL },
+  { version: 8, name: 'the driver vacuums its busiest tables', sql: MIGRATION_8_SQL },
 ];

@@ -51,6 +51,7 @@ export interface PostgresStatements {
   readonly getEach: string;
   readonly advanceSeriesEach: string;
   readonly advanceSeriesSteps: string;
+  readonly vacuumCandidates: string;
 }
 
 export function postgresStatements(schema: string): PostgresStatements {
@@ -179,5 +180,7 @@ export function postgresStatements(schema: string): PostgresStatements {
         $9::${int}[], $10::${text}[], $11::${bool}[], $12::${bigint}[], $13::${text}[], $14::${bigint}[], $15::${text}[], $16::${bigint}[], $17::${text}[],
         $18::${int}[], $19::${text}[])`,
     // ---- end many steps ----
+    // Migration 8. $1 the least dead rows: the schema's busy tables over it that this role may vacuum (postgres-vacuum.ts).
+    vacuumCandidates: `SELECT table_name, dead FROM ${s}.vacuum_candidates($1::${bigint})`,
   };
 }

@@ -17,7 +17,15 @@ import { inDueOrder, int, toDelivery } from './postgres-rows';
 import { PostgresStatements } from './postgres-statements';
 
 /** Recurring ticks one claim takes besides its handler slots (the claim statement's $5). */
-const TICKS_PER_CLAIM = 64;
+const TICKS_PER_CLAIM = 128;
+/**
+ * Ticks a claim takes while the topic is behind: the claim before filled its slots, left more due, and took an action
+ * due BEHIND_AFTER_MS ago or more. Each tick's step creates more work, and a step that finds the schedule's previous
+ * occurrence still waiting costs several times a plain one: stepping fewer then lets the occurrences catch up instead
+ * of the backlog feeding itself.
+ */
+const TICKS_PER_CLAIM_BEHIND = 32;
+const BEHIND_AFTER_MS = 1_000;
 /**
  * A drain's claims start their scan where the last one ended, but one claim at least this often starts at the topic's
  * first row (and looks for expired leases to take back).
@@ -107,6 +115,8 @@ export class PostgresTopicConsumer {
   /** Due time and member of the last row a full claim picked: the next claim of the drain starts its scan past it (see the claim statement). */
   private resumeAt: { dueAt: number; member: string } | null = null;
   private lastFullScanAt = 0;
+  /** The topic is behind (see TICKS_PER_CLAIM_BEHIND): the next claim takes fewer ticks. */
+  private behind = false;
   /**
    * The next claim scans from the topic's first row: something may be due before the resume point (a wake: a
    * write made the topic's earliest due time earlier, or runs were handed back; runs whose lease expired).
@@ -291,6 +301,7 @@ export class PostgresTopicConsumer {
     let reply: { head: Row; taken: Row[] };
     let sentAt = 0;
     const claimId = randomBytes(8).toString('base64url');
+    let ticksAsked = TICKS_PER_CLAIM;
     try {
       this.lostClaims = this.liveLostClaims();
       if (this.lostClaims.length > 0) {
@@ -311,6 +322,7 @@ export class PostgresTopicConsumer {
       // How long the server may still commit this claim after its reply is lost: its turn, then its statement.
       this.lostClaims.push({ id: claimId, until: Date.now() + this.turnWaitMs + this.connection.commandTimeoutMs + leaseMs });
       sentAt = Date.now();
+      ticksAsked = this.behind ? TICKS_PER_CLAIM_BEHIND : TICKS_PER_CLAIM;
       const recoveredSlots = recovered.filter((row) => row.tick !== true).length;
       const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
       this.scanFromStart = false;
@@ -322,7 +334,7 @@ export class PostgresTopicConsumer {
         Math.max(0, limit - recoveredSlots),
         leaseMs,
         claimId,
-        TICKS_PER_CLAIM,
+        ticksAsked,
         resumeAt?.dueAt ?? null,
         resumeAt?.member ?? null,
         carried.members,
@@ -393,7 +405,9 @@ export class PostgresTopicConsumer {
     }
     // Notifications that came while this claim was on its way get a claim of their own (spaced out as above).
     if (this.notified && !this.stopped) this.notify();
-    if (!this.stopped && this.planNext(head, now, limit, slotted, ticks)) this.queueClaim();
+    const oldestDue = claimedSlotted.reduce((oldest, row) => Math.min(oldest, int(row.due_at)), Infinity);
+    this.behind = head.more_due === true && limit > 0 && slotted >= limit && now - oldestDue >= BEHIND_AFTER_MS;
+    if (!this.stopped && this.planNext(head, now, limit, slotted, ticks, ticksAsked)) this.queueClaim();
     // Completions that waited for this claim and have no claim to ride on next. (Finished claims wait for the next
     // claim, at the latest the safety re-check: a statement of their own would be one more commit per action.)
     else this.flushAcksLeft();
@@ -418,13 +432,13 @@ export class PostgresTopicConsumer {
    * armed (next due time, next tick, a look again at rows another transaction
    * holds) or the consumer waits for a slot to free.
    */
-  private planNext(head: Row, now: number, limit: number, slotted: number, ticks: number): boolean {
+  private planNext(head: Row, now: number, limit: number, slotted: number, ticks: number, ticksAsked: number): boolean {
     const paused = head.paused === true;
     // A claim that did not get its turn in time took nothing: due rows are left, as when other transactions hold them.
     const moreDue = head.more_due === true && !paused;
     const moreTicks = head.more_ticks === true && !paused;
     const full = limit === 0 || slotted >= limit;
-    if (this.claimAgain || int(head.revived) > 0 || (moreTicks && ticks >= TICKS_PER_CLAIM)) return true;
+    if (this.claimAgain || int(head.revived) > 0 || (moreTicks && ticks >= ticksAsked)) return true;
     // More is due than this claim could take: claim again while slots are free.
     if (moreDue && full && this.used < this.settings.concurrency) return true;
     if (moreDue && full && !moreTicks) {

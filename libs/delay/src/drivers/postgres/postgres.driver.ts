@@ -51,6 +51,7 @@ import { PostgresSchema } from './postgres-schema';
 import { postgresStatements, PostgresStatements } from './postgres-statements';
 import { PostgresTopicConsumer } from './postgres-topic-consumer';
 import { PostgresWakeListener, WakeHandler } from './postgres-wake-listener';
+import { PostgresVacuum } from './postgres-vacuum';
 import { PostgresWriteGatherer, ScheduleEntry } from './postgres-write-gatherer';
 import { WriteOrder, writeId } from './postgres-write-order';
 
@@ -98,6 +99,8 @@ export class PostgresDriver implements DelayDriver {
   /** The store's id (the schema's store table), read at start: what a write in the application's transaction gives its guard. */
   private storeId: string | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
+  /** Keeps the busiest tables vacuumed while this instance consumes (undefined with `vacuum: false`). */
+  private readonly vacuum: PostgresVacuum | undefined;
 
   constructor(config: PostgresDriverConfig) {
     const pooler = config.pooler ?? 'session';
@@ -125,6 +128,7 @@ export class PostgresDriver implements DelayDriver {
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
     // A pooler in transaction mode hands each statement any server connection: a LISTEN there would listen nowhere.
     this.listen = pooler === 'session';
+    this.vacuum = config.vacuum === false ? undefined : new PostgresVacuum(this.connection, this.schema, this.sql.vacuumCandidates);
   }
 
   /**
@@ -332,9 +336,11 @@ export class PostgresDriver implements DelayDriver {
     }
     this.leaseTimerMs = this.leases.timerMs([...this.consumers.values()].some((topicConsumer) => topicConsumer.recurring));
     this.leaseTimer = setInterval(() => void this.renewLeases(), this.leaseTimerMs);
+    this.vacuum?.start();
   }
 
   async drain(timeoutMs: number): Promise<void> {
+    this.vacuum?.stop();
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     this.listener?.stop();
     this.listener = undefined;
@@ -400,6 +406,7 @@ export class PostgresDriver implements DelayDriver {
   // ---- end transactional handlers ----
 
   async close(): Promise<void> {
+    this.vacuum?.stop();
     this.runGroups.close();
     await this.handlerTransactions.close();
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();

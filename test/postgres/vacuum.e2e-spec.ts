@@ -1,0 +1,98 @@
+import { INestApplication, Injectable } from '@nestjs/common';
+import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired } from 'nestjs-delay';
+import { Client } from 'pg';
+import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
+import { TestPostgresServer } from '../support/postgres-server';
+
+/**
+ * A consuming instance vacuums the driver's busiest tables once they hold
+ * 1,000 dead rows (every completed run leaves one in actions), unless
+ * `vacuum: false`; it vacuums only tables its role may vacuum. Manual
+ * vacuums are counted apart from autovacuum's (pg_stat_user_tables.
+ * vacuum_count), so what is counted here is the driver's.
+ */
+const TOPIC = 'vacuum.work';
+const ACTIONS = 1_500;
+
+@Injectable()
+class Worker {
+  runs = 0;
+
+  @OnDelayExpired(TOPIC, { concurrency: 50, attempts: 1 })
+  work(_context: DelayContext): void {
+    this.runs++;
+  }
+}
+
+describe('postgres: the driver vacuums its busiest tables', () => {
+  let server: TestPostgresServer;
+  let client: Client;
+  const apps: INestApplication[] = [];
+
+  beforeAll(async () => {
+    server = await TestPostgresServer.start();
+    client = new Client({ connectionString: server.url });
+    await client.connect();
+  }, 60_000);
+  afterAll(async () => {
+    for (const app of apps.splice(0)) await app.close();
+    await client.end();
+    await server.dispose();
+  });
+
+  async function churn(schema: string, vacuum?: boolean): Promise<INestApplication> {
+    const options = { driver: { type: 'postgres', connectionString: server.url, schema, ...(vacuum === undefined ? {} : { vacuum }) }, shutdownTimeout: '1s' };
+    const app = await bootDelayApp(options as DelayModuleOptions, [Worker]);
+    apps.push(app);
+    const delay = app.get(DelayService);
+    for (let from = 0; from < ACTIONS; from += 500) {
+      await delay.scheduleMany(TOPIC, Array.from({ length: 500 }, (_, i) => ({ key: `k${from + i}`, delay: 0 })));
+    }
+    const worker = app.get(Worker);
+    await pollUntil(() => worker.runs >= ACTIONS, `${ACTIONS} runs`, 60_000);
+    return app;
+  }
+
+  async function manualVacuums(schema: string): Promise<number> {
+    const { rows } = await client.query(`SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'actions'`, [schema]);
+    return Number(rows[0].vacuum_count);
+  }
+
+  it('vacuums the actions table once its runs have left 1,000 dead rows there', async () => {
+    await churn('vac_on');
+    // The dead rows reach the server's statistics within a second or so; the instance looks every second.
+    await pollUntil(async () => (await manualVacuums('vac_on')) >= 1, 'a vacuum of vac_on.actions by the driver', 30_000, 200);
+    const { rows } = await client.query(`SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'vac_on' AND relname = 'actions'`);
+    expect(Number(rows[0].n_dead_tup)).toBeLessThan(1_000);
+  }, 120_000);
+
+  it('with vacuum: false it leaves the tables to autovacuum', async () => {
+    const delay = (await churn('vac_off', false)).get(DelayService);
+    // A server process reports its dead rows once a second while busy, 10 s after it went idle: a trickle of runs
+    // keeps the instance's connections busy until the statistics show them. Then three of the instance's looks.
+    let trickle = 0;
+    await pollUntil(async () => {
+      await delay.schedule(TOPIC, `trickle-${trickle++}`, { delay: 0 });
+      const { rows } = await client.query(`SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'vac_off' AND relname = 'actions'`);
+      return Number(rows[0].n_dead_tup) >= 1_000;
+    }, 'the dead rows in the statistics', 30_000, 100);
+    await sleep(3_000);
+    expect(await manualVacuums('vac_off')).toBe(0);
+  }, 120_000);
+
+  it('lists for vacuuming only tables the calling role may vacuum', async () => {
+    await client.query(`CREATE ROLE vacuum_stranger LOGIN; GRANT USAGE ON SCHEMA vac_on TO vacuum_stranger; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA vac_on TO vacuum_stranger;
+      GRANT SELECT ON ALL TABLES IN SCHEMA vac_on TO vacuum_stranger`);
+    const asOwner = (await client.query(`SELECT table_name FROM vac_on.vacuum_candidates(0) ORDER BY 1`)).rows.map((row) => String(row.table_name));
+    expect(asOwner).toEqual(['actions', 'runs', 'series', 'series_runs']);
+    const url = new URL(server.url);
+    url.username = 'vacuum_stranger';
+    const stranger = new Client({ connectionString: url.href });
+    await stranger.connect();
+    try {
+      expect((await stranger.query(`SELECT table_name FROM vac_on.vacuum_candidates(0)`)).rows).toEqual([]);
+    } finally {
+      await stranger.end();
+    }
+  });
+});
