@@ -3,13 +3,15 @@ import { DelayContext, DelayModuleOptions, DelayService, OnDelayExpired } from '
 import { Client } from 'pg';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
+import { postgresMigrations } from '../../libs/delay/src/drivers/postgres/postgres-migrations';
 
 /**
  * A consuming instance vacuums the driver's busiest tables once they hold
  * 1,000 dead rows (every completed run leaves one in actions), unless
  * `vacuum: false`; it vacuums only tables its role may vacuum. Manual
  * vacuums are counted apart from autovacuum's (pg_stat_user_tables.
- * vacuum_count), so what is counted here is the driver's.
+ * vacuum_count), so what is counted here is the driver's; autovacuum is
+ * off on these tables all the same, so that it cannot clean them first.
  */
 const TOPIC = 'vacuum.work';
 const ACTIONS = 1_500;
@@ -40,10 +42,16 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     await server.dispose();
   });
 
-  async function churn(schema: string, vacuum?: boolean): Promise<INestApplication> {
+  async function boot(schema: string, vacuum?: boolean): Promise<INestApplication> {
     const options = { driver: { type: 'postgres', connectionString: server.url, schema, ...(vacuum === undefined ? {} : { vacuum }) }, shutdownTimeout: '1s' };
     const app = await bootDelayApp(options as DelayModuleOptions, [Worker]);
     apps.push(app);
+    for (const table of ['actions', 'runs', 'series', 'series_runs']) await client.query(`ALTER TABLE ${schema}.${table} SET (autovacuum_enabled = false)`);
+    return app;
+  }
+
+  async function churn(schema: string, vacuum?: boolean, booted?: INestApplication): Promise<INestApplication> {
+    const app = booted ?? (await boot(schema, vacuum));
     const delay = app.get(DelayService);
     for (let from = 0; from < ACTIONS; from += 500) {
       await delay.scheduleMany(TOPIC, Array.from({ length: 500 }, (_, i) => ({ key: `k${from + i}`, delay: 0 })));
@@ -80,17 +88,36 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     expect(await manualVacuums('vac_off')).toBe(0);
   }, 120_000);
 
+  it('under a transaction left open, a vacuum that removes nothing is not repeated every second', async () => {
+    const app = await boot('vac_held');
+    // A snapshot held from before the runs: their dead rows cannot be removed while it is open.
+    const held = new Client({ connectionString: server.url });
+    await held.connect();
+    try {
+      await held.query(`BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM vac_held.actions`);
+      await churn('vac_held', undefined, app);
+      await pollUntil(async () => (await manualVacuums('vac_held')) >= 1, 'a first vacuum of vac_held.actions', 30_000, 200);
+      // Looked at every second: without the wait after a vacuum that left the table as it was, four more.
+      await sleep(4_000);
+      expect(await manualVacuums('vac_held')).toBeLessThanOrEqual(2);
+    } finally {
+      await held.query('ROLLBACK');
+      await held.end();
+    }
+  }, 120_000);
+
   it('lists for vacuuming only tables the calling role may vacuum', async () => {
-    await client.query(`CREATE ROLE vacuum_stranger LOGIN; GRANT USAGE ON SCHEMA vac_on TO vacuum_stranger; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA vac_on TO vacuum_stranger;
-      GRANT SELECT ON ALL TABLES IN SCHEMA vac_on TO vacuum_stranger`);
-    const asOwner = (await client.query(`SELECT table_name FROM vac_on.vacuum_candidates(0) ORDER BY 1`)).rows.map((row) => String(row.table_name));
+    for (const migration of postgresMigrations('vac_roles')) await client.query(`BEGIN;\n${migration.sql}\nCOMMIT;`);
+    await client.query(`CREATE ROLE vacuum_stranger LOGIN; GRANT USAGE ON SCHEMA vac_roles TO vacuum_stranger; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA vac_roles TO vacuum_stranger;
+      GRANT SELECT ON ALL TABLES IN SCHEMA vac_roles TO vacuum_stranger`);
+    const asOwner = (await client.query(`SELECT table_name FROM vac_roles.vacuum_candidates(0) ORDER BY 1`)).rows.map((row) => String(row.table_name));
     expect(asOwner).toEqual(['actions', 'runs', 'series', 'series_runs']);
     const url = new URL(server.url);
     url.username = 'vacuum_stranger';
     const stranger = new Client({ connectionString: url.href });
     await stranger.connect();
     try {
-      expect((await stranger.query(`SELECT table_name FROM vac_on.vacuum_candidates(0)`)).rows).toEqual([]);
+      expect((await stranger.query(`SELECT table_name FROM vac_roles.vacuum_candidates(0)`)).rows).toEqual([]);
     } finally {
       await stranger.end();
     }

@@ -8,10 +8,18 @@ const CHECK_EVERY_MS = 1_000;
 /** A table is vacuumed once it holds this many dead rows (and this instance's role owns it). */
 export const VACUUM_MIN_DEAD_ROWS = 1_000;
 /**
- * A table is vacuumed again no sooner than this many times as long as its last vacuum took (or failed after): the
- * vacuums of a table use at most a twentieth of one server process, however large it is.
+ * A table is vacuumed again no sooner than this many times as long as its last vacuum took: one instance's vacuums of
+ * a table use at most a twentieth of one server process, however large it is.
  */
 const SPACING = 20;
+/**
+ * A vacuum that did not remove at least half of the table's dead rows (another vacuum had it, so this one skipped it;
+ * or a transaction left open keeps them) is not tried again for 5 s, doubling while that lasts, up to a minute.
+ */
+const INEFFECTIVE_WAIT_MS = 5_000;
+const INEFFECTIVE_WAIT_MAX_MS = 60_000;
+/** A vacuum that failed (cut by commandTimeout, refused) is left to autovacuum this long. */
+const FAILED_WAIT_MS = 600_000;
 
 /**
  * Keeps the driver's busiest tables vacuumed. Every run deletes a row, every
@@ -25,8 +33,8 @@ const SPACING = 20;
  *
  * So every second a consuming instance reads the tables' dead-row counts
  * (one statement) and vacuums each table of its schema over
- * VACUUM_MIN_DEAD_ROWS that its role owns, with SKIP_LOCKED: a table another
- * vacuum is working on (autovacuum, another instance) is skipped, nothing
+ * VACUUM_MIN_DEAD_ROWS that its role owns and no vacuum is working on, with
+ * SKIP_LOCKED: a table another vacuum took meanwhile is skipped, nothing
  * waits. A plain VACUUM takes no lock that stops reads or writes. Off with
  * the driver's `vacuum: false`.
  */
@@ -36,6 +44,8 @@ export class PostgresVacuum {
   private stopped = false;
   /** Local ms before which a table is not vacuumed again (see SPACING). */
   private readonly notBefore = new Map<string, number>();
+  /** Vacuums in a row that left a table over the threshold (see INEFFECTIVE_WAIT_MS). */
+  private readonly ineffective = new Map<string, number>();
   private warned = false;
 
   constructor(
@@ -45,8 +55,8 @@ export class PostgresVacuum {
     private readonly candidatesSql: string,
   ) {}
 
+  /** Once: an instance that stopped does not start again. */
   start(): void {
-    this.stopped = false;
     this.arm();
   }
 
@@ -65,8 +75,7 @@ export class PostgresVacuum {
   private async check(): Promise<void> {
     let tables: Array<{ name: string; dead: number }>;
     try {
-      const rows = await this.connection.query(this.candidatesSql, [VACUUM_MIN_DEAD_ROWS]);
-      tables = rows.map((row) => ({ name: String(row.table_name), dead: int(row.dead) }));
+      tables = await this.candidates();
     } catch (error) {
       this.fail('look at the dead rows of its tables', error);
       return;
@@ -76,14 +85,34 @@ export class PostgresVacuum {
       // The name comes from the schema's own function, which lists only the driver's tables by their fixed names.
       if (!/^[a-z_]+$/.test(table.name) || (this.notBefore.get(table.name) ?? 0) > Date.now()) continue;
       const startedAt = Date.now();
+      let left: boolean;
       try {
         await this.connection.query(`VACUUM (SKIP_LOCKED) ${this.schema}.${table.name}`);
-        this.logger.debug(`Vacuumed ${this.schema}.${table.name} (${table.dead} dead rows) in ${Date.now() - startedAt} ms`);
+        // A vacuum reports its table's dead rows as it ends (rows deleted meanwhile count too, on a busy table).
+        const after = (await this.candidates(0)).find((row) => row.name === table.name)?.dead ?? 0;
+        left = after >= VACUUM_MIN_DEAD_ROWS && after > table.dead / 2;
       } catch (error) {
         if (!this.stopped) this.fail(`vacuum ${this.schema}.${table.name}`, error);
+        this.notBefore.set(table.name, Date.now() + FAILED_WAIT_MS);
+        continue;
       }
-      this.notBefore.set(table.name, Date.now() + SPACING * Math.max(1, Date.now() - startedAt));
+      const tookMs = Date.now() - startedAt;
+      if (left) {
+        const misses = (this.ineffective.get(table.name) ?? 0) + 1;
+        this.ineffective.set(table.name, misses);
+        this.notBefore.set(table.name, Date.now() + Math.min(INEFFECTIVE_WAIT_MAX_MS, INEFFECTIVE_WAIT_MS * 2 ** (misses - 1)));
+        this.logger.debug(`Vacuum of ${this.schema}.${table.name} removed less than half of its dead rows (another vacuum had it, or an open transaction keeps them); next try in a while`);
+      } else {
+        this.ineffective.delete(table.name);
+        this.notBefore.set(table.name, Date.now() + SPACING * Math.max(1, tookMs));
+        this.logger.debug(`Vacuumed ${this.schema}.${table.name} (${table.dead} dead rows) in ${tookMs} ms`);
+      }
     }
+  }
+
+  private async candidates(minDead = VACUUM_MIN_DEAD_ROWS): Promise<Array<{ name: string; dead: number }>> {
+    const rows = await this.connection.query(this.candidatesSql, [minDead]);
+    return rows.map((row) => ({ name: String(row.table_name), dead: int(row.dead) }));
   }
 
   /** Logged once as a warning (autovacuum still does the work), then at debug level. */

@@ -19,13 +19,15 @@
  */
 export const MIGRATION_8_SQL = String.raw`
 -- The tables every run, claim and recurring step writes and deletes rows of, with at least p_min_dead dead rows
--- (the server's statistics, a second or so behind), most first, among those the calling role owns.
+-- (the server's statistics, a second or so behind), most first, among those the calling role owns and that no
+-- vacuum it can see is working on (autovacuum's show only to roles that may read every statistic).
 CREATE FUNCTION __schema__.vacuum_candidates(p_min_dead bigint) RETURNS TABLE (table_name text, dead bigint)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
   SELECT c.relname::text, s.n_dead_tup
   FROM pg_class c JOIN pg_stat_all_tables s ON s.relid = c.oid
   WHERE c.relnamespace = '__schema__'::regnamespace AND c.relname IN ('actions', 'runs', 'series', 'series_runs')
     AND s.n_dead_tup >= p_min_dead AND pg_has_role(c.relowner, 'USAGE')
+    AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_vacuum v WHERE v.relid = c.oid)
   ORDER BY s.n_dead_tup DESC
 $fn$;
 
