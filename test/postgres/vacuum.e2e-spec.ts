@@ -50,8 +50,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     return app;
   }
 
-  async function churn(schema: string, vacuum?: boolean, booted?: INestApplication): Promise<INestApplication> {
-    const app = booted ?? (await boot(schema, vacuum));
+  async function churn(app: INestApplication): Promise<INestApplication> {
     const delay = app.get(DelayService);
     for (let from = 0; from < ACTIONS; from += 500) {
       await delay.scheduleMany(TOPIC, Array.from({ length: 500 }, (_, i) => ({ key: `k${from + i}`, delay: 0 })));
@@ -67,7 +66,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
   }
 
   it('vacuums the actions table once its runs have left 1,000 dead rows there', async () => {
-    await churn('vac_on');
+    await churn(await boot('vac_on'));
     // The dead rows reach the server's statistics within a second or so; the instance looks every second.
     await pollUntil(async () => (await manualVacuums('vac_on')) >= 1, 'a vacuum of vac_on.actions by the driver', 30_000, 200);
     const { rows } = await client.query(`SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'vac_on' AND relname = 'actions'`);
@@ -75,7 +74,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
   }, 120_000);
 
   it('with vacuum: false it leaves the tables to autovacuum', async () => {
-    const delay = (await churn('vac_off', false)).get(DelayService);
+    const delay = (await churn(await boot('vac_off', false))).get(DelayService);
     // A server process reports its dead rows once a second while busy, 10 s after it went idle: a trickle of runs
     // keeps the instance's connections busy until the statistics show them. Then three of the instance's looks.
     let trickle = 0;
@@ -95,7 +94,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     await held.connect();
     try {
       await held.query(`BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM vac_held.actions`);
-      await churn('vac_held', undefined, app);
+      await churn(app);
       await pollUntil(async () => (await manualVacuums('vac_held')) >= 1, 'a first vacuum of vac_held.actions', 30_000, 200);
       // Looked at every second: without the wait after a vacuum that left the table as it was, four more.
       await sleep(4_000);

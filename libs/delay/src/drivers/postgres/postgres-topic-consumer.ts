@@ -301,7 +301,7 @@ export class PostgresTopicConsumer {
     let reply: { head: Row; taken: Row[] };
     let sentAt = 0;
     const claimId = randomBytes(8).toString('base64url');
-    let ticksAsked = TICKS_PER_CLAIM;
+    const ticksAsked = this.behind ? TICKS_PER_CLAIM_BEHIND : TICKS_PER_CLAIM;
     try {
       this.lostClaims = this.liveLostClaims();
       if (this.lostClaims.length > 0) {
@@ -322,7 +322,6 @@ export class PostgresTopicConsumer {
       // How long the server may still commit this claim after its reply is lost: its turn, then its statement.
       this.lostClaims.push({ id: claimId, until: Date.now() + this.turnWaitMs + this.connection.commandTimeoutMs + leaseMs });
       sentAt = Date.now();
-      ticksAsked = this.behind ? TICKS_PER_CLAIM_BEHIND : TICKS_PER_CLAIM;
       const recoveredSlots = recovered.filter((row) => row.tick !== true).length;
       const resumeAt = this.scanFromStart || sentAt - this.lastFullScanAt >= FULL_SCAN_EVERY_MS ? null : this.resumeAt;
       this.scanFromStart = false;
@@ -405,8 +404,8 @@ export class PostgresTopicConsumer {
     }
     // Notifications that came while this claim was on its way get a claim of their own (spaced out as above).
     if (this.notified && !this.stopped) this.notify();
-    const oldestDue = claimedSlotted.reduce((oldest, row) => Math.min(oldest, int(row.due_at)), Infinity);
-    this.behind = head.more_due === true && limit > 0 && slotted >= limit && now - oldestDue >= BEHIND_AFTER_MS;
+    // The claim's rows come in due order: the first it took for a slot is the one due longest ago.
+    this.behind = head.more_due === true && limit > 0 && slotted >= limit && claimedSlotted.length > 0 && now - int(claimedSlotted[0].due_at) >= BEHIND_AFTER_MS;
     if (!this.stopped && this.planNext(head, now, limit, slotted, ticks, ticksAsked)) this.queueClaim();
     // Completions that waited for this claim and have no claim to ride on next. (Finished claims wait for the next
     // claim, at the latest the safety re-check: a statement of their own would be one more commit per action.)

@@ -6,7 +6,7 @@ import { int } from './postgres-rows';
 /** How often a consuming instance looks at the dead rows of the driver's tables. */
 const CHECK_EVERY_MS = 1_000;
 /** A table is vacuumed once it holds this many dead rows (and this instance's role owns it). */
-export const VACUUM_MIN_DEAD_ROWS = 1_000;
+const VACUUM_MIN_DEAD_ROWS = 1_000;
 /**
  * A table is vacuumed again no sooner than this many times as long as its last vacuum took: one instance's vacuums of
  * a table use at most a twentieth of one server process, however large it is.
@@ -44,7 +44,7 @@ export class PostgresVacuum {
   private stopped = false;
   /** Local ms before which a table is not vacuumed again (see SPACING). */
   private readonly notBefore = new Map<string, number>();
-  /** Vacuums in a row that left a table over the threshold (see INEFFECTIVE_WAIT_MS). */
+  /** Vacuums of a table in a row that removed less than half of its dead rows (see INEFFECTIVE_WAIT_MS). */
   private readonly ineffective = new Map<string, number>();
   private warned = false;
 
@@ -86,8 +86,10 @@ export class PostgresVacuum {
       if (!/^[a-z_]+$/.test(table.name) || (this.notBefore.get(table.name) ?? 0) > Date.now()) continue;
       const startedAt = Date.now();
       let left: boolean;
+      let tookMs: number;
       try {
         await this.connection.query(`VACUUM (SKIP_LOCKED) ${this.schema}.${table.name}`);
+        tookMs = Date.now() - startedAt;
         // A vacuum reports its table's dead rows as it ends (rows deleted meanwhile count too, on a busy table).
         const after = (await this.candidates(0)).find((row) => row.name === table.name)?.dead ?? 0;
         left = after >= VACUUM_MIN_DEAD_ROWS && after > table.dead / 2;
@@ -96,7 +98,6 @@ export class PostgresVacuum {
         this.notBefore.set(table.name, Date.now() + FAILED_WAIT_MS);
         continue;
       }
-      const tookMs = Date.now() - startedAt;
       if (left) {
         const misses = (this.ineffective.get(table.name) ?? 0) + 1;
         this.ineffective.set(table.name, misses);
