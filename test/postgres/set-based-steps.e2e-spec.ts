@@ -221,17 +221,19 @@ describe('postgres: the plain steps of claimed ticks, set-based (migrations 7 an
     // one due before it does.
     const dueAt = (at: number): Step[] => plain.map((step) => ({ ...step, occurrences: step.occurrences.map(([key, , payload]): [string, number, string] => [key, at, payload]) }));
     // An occurrence of an instant passed (an hour ago) wakes whatever is waiting: migration 8 decides so without
-    // reading the due order; the others read it once, after the steps.
+    // reading the due order, unless the topic is paused (then it reads it, as for the others: once, after the steps).
     const cases = [
-      ['late', dueAt(base + 5_000), false, 1],
-      ['early', dueAt(base - 2_000), true, 1],
-      ['passed', dueAt(base - 7_200_000), true, 0],
+      ['late', dueAt(base + 5_000), false, 1, false],
+      ['early', dueAt(base - 2_000), true, 1, false],
+      ['passed', dueAt(base - 7_200_000), true, 0, false],
+      ['paused', dueAt(base - 7_200_000), true, 1, true],
     ] as const;
-    for (const [name, steps, wakes, reads] of cases) {
+    for (const [name, steps, wakes, reads, paused] of cases) {
       await migrate(`${name}_v6`, 6);
       await migrate(`${name}_latest`, LATEST);
-      const before = await run(`${name}_v6`, steps, base, seed(`${name}_v6`, base));
-      const after = await run(`${name}_latest`, steps, base, seed(`${name}_latest`, base));
+      const pause = (schema: string): string => (paused ? `INSERT INTO ${schema}.paused_topics (topic, paused_at) VALUES ('${T}', 0);` : '');
+      const before = await run(`${name}_v6`, steps, base, seed(`${name}_v6`, base) + pause(`${name}_v6`));
+      const after = await run(`${name}_latest`, steps, base, seed(`${name}_latest`, base) + pause(`${name}_latest`));
       expect(after.rows).toEqual(before.rows);
       expect(after.tables).toEqual(before.tables);
       expect([name, before.notified, after.notified]).toEqual([name, wakes, wakes]);

@@ -20,6 +20,7 @@ import { MIGRATION_5_SQL } from './migrations/v5-set-based-schedule.sql';
 import { MIGRATION_6_SQL } from './migrations/v6-claim-one-row.sql';
 import { MIGRATION_7_SQL } from './migrations/v7-set-based-steps.sql';
 import { MIGRATION_8_SQL } from './migrations/v8-vacuum.sql';
+import { MIGRATION_9_SQL } from './migrations/v9-vacuum-maintain.sql';
 
 /** The schema the driver uses when none is configured. */
 export const POSTGRES_DEFAULT_SCHEMA = 'nestjs_delay';
@@ -68,4 +69,5 @@ const MIGRATIONS: ReadonlyArray<PostgresMigration> = [
   { version: 6, name: 'the claim answers in one row, its turn asked for without waiting first', sql: MIGRATION_6_SQL },
   { version: 7, name: 'the plain steps of claimed ticks made together, set-based', sql: MIGRATION_7_SQL },
   { version: 8, name: 'the driver vacuums its busiest tables', sql: MIGRATION_8_SQL },
+  { version: 9, name: 'tables the role holds MAINTAIN on are vacuumed too', sql: MIGRATION_9_SQL },
 ];
