@@ -105,6 +105,30 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     }
   }, 120_000);
 
+  it('an instance whose role does not own the tables vacuums them on PostgreSQL 17+ when it holds MAINTAIN on them (the optional grant of the least-privilege setup), and not without it', async () => {
+    for (const migration of postgresMigrations('vac_keeper')) await client.query(`BEGIN;\n${migration.sql}\nCOMMIT;`);
+    const version = Number((await client.query(`SELECT current_setting('server_version_num') AS v`)).rows[0].v);
+    // The least-privilege grants of docs/drivers/postgres.md, and on 17+ its optional MAINTAIN on the four busy tables.
+    await client.query(`CREATE ROLE vacuum_keeper LOGIN; GRANT USAGE ON SCHEMA vac_keeper TO vacuum_keeper;
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA vac_keeper TO vacuum_keeper;
+      GRANT USAGE ON ALL SEQUENCES IN SCHEMA vac_keeper TO vacuum_keeper; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA vac_keeper TO vacuum_keeper`);
+    if (version >= 170000) await client.query(`GRANT MAINTAIN ON vac_keeper.actions, vac_keeper.runs, vac_keeper.series, vac_keeper.series_runs TO vacuum_keeper`);
+    const url = new URL(server.url);
+    url.username = 'vacuum_keeper';
+    const app = await bootDelayApp({ driver: { type: 'postgres', connectionString: url.href, schema: 'vac_keeper', migrate: false }, shutdownTimeout: '1s' }, [Worker]);
+    apps.push(app);
+    for (const table of ['actions', 'runs', 'series', 'series_runs']) await client.query(`ALTER TABLE vac_keeper.${table} SET (autovacuum_enabled = false)`);
+    await churn(app);
+    if (version >= 170000) {
+      await pollUntil(async () => (await manualVacuums('vac_keeper')) >= 1, 'a vacuum by the instance holding MAINTAIN', 20_000);
+    } else {
+      // No MAINTAIN before 17: the instance lists nothing and vacuums nothing, once the dead rows reached the statistics.
+      await pollUntil(async () => Number((await client.query(`SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'vac_keeper' AND relname = 'actions'`)).rows[0].n_dead_tup) >= 1_000, 'dead rows in the statistics', 20_000);
+      await sleep(3_000);
+      expect(await manualVacuums('vac_keeper')).toBe(0);
+    }
+  }, 120_000);
+
   it('lists for vacuuming only tables the calling role may vacuum: those it owns, and on PostgreSQL 17+ those it holds MAINTAIN on', async () => {
     for (const migration of postgresMigrations('vac_roles')) await client.query(`BEGIN;\n${migration.sql}\nCOMMIT;`);
     await client.query(`CREATE ROLE vacuum_stranger LOGIN; GRANT USAGE ON SCHEMA vac_roles TO vacuum_stranger; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA vac_roles TO vacuum_stranger;

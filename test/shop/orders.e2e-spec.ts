@@ -1,5 +1,5 @@
 import { Order } from '../../apps/shop/src/orders/order';
-import { againWhenLate, dueTime, SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
+import { AGAIN_WHEN_LATE_TIMEOUT_MS, againWhenLate, dueTime, SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
 import { ADMIN_API, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 type Line = { sku: string; quantity: number };
@@ -106,7 +106,7 @@ describe.each(SHOP_DRIVERS)('Orders (e2e) on the %s driver: the unpaid-order can
       const rated = await shop.time.at(dueAt, () => orderById(delivered.id), (order) => order.status !== 'delivered');
       expect(rated).toMatchObject({ status: 'rated', rating: { stars: 5, by: 'auto' } });
       shop.time.expectOnTime(rated.rating?.at, dueAt);
-    }));
+    }), AGAIN_WHEN_LATE_TIMEOUT_MS);
 
   it(`keeps the buyer's own rating when it comes within AUTO_RATE_AFTER (${AUTO_RATE_AFTER})`, () =>
     againWhenLate(async () => {
@@ -119,5 +119,5 @@ describe.each(SHOP_DRIVERS)('Orders (e2e) on the %s driver: the unpaid-order can
       await shop.time.pass(3.5 * shop.config.autoRateAfterMs);
       expect(await orderById(delivered.id)).toMatchObject({ status: 'rated', rating: { stars: 2, by: 'buyer' } });
       expect(await orderById(unrated.id)).toMatchObject({ status: 'rated', rating: { stars: 5, by: 'auto' } });
-    }));
+    }), AGAIN_WHEN_LATE_TIMEOUT_MS);
 });

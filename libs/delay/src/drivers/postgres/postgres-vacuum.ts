@@ -5,7 +5,7 @@ import { int } from './postgres-rows';
 
 /** How often a consuming instance looks at the dead rows of the driver's tables. */
 const CHECK_EVERY_MS = 1_000;
-/** A table is vacuumed once it holds this many dead rows (and this instance's role owns it). */
+/** A table is vacuumed once it holds this many dead rows (and this instance's role owns it, or on PostgreSQL 17+ holds MAINTAIN on it). */
 const VACUUM_MIN_DEAD_ROWS = 1_000;
 /**
  * A table is vacuumed again no sooner than this many times as long as its last vacuum took: one instance's vacuums of
@@ -33,7 +33,8 @@ const FAILED_WAIT_MS = 600_000;
  *
  * So every second a consuming instance reads the tables' dead-row counts
  * (one statement) and vacuums each table of its schema over
- * VACUUM_MIN_DEAD_ROWS that its role owns and no vacuum is working on, with
+ * VACUUM_MIN_DEAD_ROWS that its role owns (or, on PostgreSQL 17+, holds
+ * MAINTAIN on) and no vacuum is working on, with
  * SKIP_LOCKED: a table another vacuum took meanwhile is skipped, nothing
  * waits. A plain VACUUM takes no lock that stops reads or writes. Off with
  * the driver's `vacuum: false`.
