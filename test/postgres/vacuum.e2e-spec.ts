@@ -42,8 +42,9 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     await server.dispose();
   });
 
-  async function boot(schema: string, vacuum?: boolean): Promise<INestApplication> {
-    const options = { driver: { type: 'postgres', connectionString: server.url, schema, ...(vacuum === undefined ? {} : { vacuum }) }, shutdownTimeout: '1s' };
+  /** An instance on `schema` (as the server's superuser unless `driver` says otherwise), autovacuum off on its tables. */
+  async function boot(schema: string, driver: { vacuum?: boolean; connectionString?: string; migrate?: boolean } = {}): Promise<INestApplication> {
+    const options = { driver: { type: 'postgres', connectionString: server.url, schema, ...driver }, shutdownTimeout: '1s' };
     const app = await bootDelayApp(options as DelayModuleOptions, [Worker]);
     apps.push(app);
     for (const table of ['actions', 'runs', 'series', 'series_runs']) await client.query(`ALTER TABLE ${schema}.${table} SET (autovacuum_enabled = false)`);
@@ -60,6 +61,10 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     return app;
   }
 
+  async function serverVersion(): Promise<number> {
+    return Number((await client.query(`SELECT current_setting('server_version_num') AS v`)).rows[0].v);
+  }
+
   async function manualVacuums(schema: string): Promise<number> {
     const { rows } = await client.query(`SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'actions'`, [schema]);
     return Number(rows[0].vacuum_count);
@@ -74,7 +79,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
   }, 120_000);
 
   it('with vacuum: false it leaves the tables to autovacuum', async () => {
-    const delay = (await churn(await boot('vac_off', false))).get(DelayService);
+    const delay = (await churn(await boot('vac_off', { vacuum: false }))).get(DelayService);
     // A server process reports its dead rows once a second while busy, 10 s after it went idle: a trickle of runs
     // keeps the instance's connections busy until the statistics show them. Then three of the instance's looks.
     let trickle = 0;
@@ -107,7 +112,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
 
   it('an instance whose role does not own the tables vacuums them on PostgreSQL 17+ when it holds MAINTAIN on them (the optional grant of the least-privilege setup), and not without it', async () => {
     for (const migration of postgresMigrations('vac_keeper')) await client.query(`BEGIN;\n${migration.sql}\nCOMMIT;`);
-    const version = Number((await client.query(`SELECT current_setting('server_version_num') AS v`)).rows[0].v);
+    const version = await serverVersion();
     // The least-privilege grants of docs/drivers/postgres.md, and on 17+ its optional MAINTAIN on the four busy tables.
     await client.query(`CREATE ROLE vacuum_keeper LOGIN; GRANT USAGE ON SCHEMA vac_keeper TO vacuum_keeper;
       GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA vac_keeper TO vacuum_keeper;
@@ -115,10 +120,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     if (version >= 170000) await client.query(`GRANT MAINTAIN ON vac_keeper.actions, vac_keeper.runs, vac_keeper.series, vac_keeper.series_runs TO vacuum_keeper`);
     const url = new URL(server.url);
     url.username = 'vacuum_keeper';
-    const app = await bootDelayApp({ driver: { type: 'postgres', connectionString: url.href, schema: 'vac_keeper', migrate: false }, shutdownTimeout: '1s' }, [Worker]);
-    apps.push(app);
-    for (const table of ['actions', 'runs', 'series', 'series_runs']) await client.query(`ALTER TABLE vac_keeper.${table} SET (autovacuum_enabled = false)`);
-    await churn(app);
+    await churn(await boot('vac_keeper', { connectionString: url.href, migrate: false }));
     if (version >= 170000) {
       await pollUntil(async () => (await manualVacuums('vac_keeper')) >= 1, 'a vacuum by the instance holding MAINTAIN', 20_000);
     } else {
@@ -141,8 +143,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
     await stranger.connect();
     try {
       expect((await stranger.query(`SELECT table_name FROM vac_roles.vacuum_candidates(0)`)).rows).toEqual([]);
-      const version = Number((await client.query(`SELECT current_setting('server_version_num') AS v`)).rows[0].v);
-      if (version >= 170000) {
+      if ((await serverVersion()) >= 170000) {
         // PostgreSQL 17+: MAINTAIN lets a role that does not own the tables vacuum them, and they are listed to it.
         await client.query(`GRANT MAINTAIN ON vac_roles.actions, vac_roles.series TO vacuum_stranger`);
         expect((await stranger.query(`SELECT table_name FROM vac_roles.vacuum_candidates(0) ORDER BY 1`)).rows.map((row) => String(row.table_name))).toEqual(['actions', 'series']);

@@ -6,7 +6,7 @@ import { MerchantDigestsService } from '../../apps/shop/src/merchants/merchant-d
 import { MerchantProfile } from '../../apps/shop/src/merchants/merchant-profile';
 import { MERCHANT_DIGEST } from '../../apps/shop/src/merchants/merchant-topics';
 import { Order } from '../../apps/shop/src/orders/order';
-import { SHOP_DRIVERS, ShopUnderTest, timeoutsOf, useShopFixture } from './shop-drivers';
+import { SHOP_DRIVERS, ShopUnderTest, sleep, timeoutsOf, useShopFixture } from './shop-drivers';
 import { ADMIN_API, BootedShop, bootShop, TEST_ADMIN_TOKEN } from './shop-test-app';
 
 interface ReceivedBatch {
@@ -89,7 +89,7 @@ describe.each(SHOP_DRIVERS)('Merchant zones and daily digests (e2e) on the %s dr
     const readSchedule = (): ReturnType<DelayService['getRecurring']> => shop.app.get(DelayService).getRecurring(MERCHANT_DIGEST, 'kettles');
     let schedule = await readSchedule();
     for (let look = 0; look < 25; look++) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
       const again = await readSchedule();
       if (JSON.stringify(again) === JSON.stringify(schedule)) break;
       schedule = again;

@@ -146,7 +146,8 @@ export interface PostgresDriverConfig {
    * looking every second: every run and claim leaves dead rows where the
    * next claims look, and autovacuum visits a database once a minute by
    * default. Only tables the driver's role owns (or has its owner's
-   * privileges on); a table another vacuum is working on is skipped. One
+   * privileges on), or on PostgreSQL 17+ holds MAINTAIN on; a table another
+   * vacuum is working on is skipped. One
    * instance's vacuums of a table take at most a twentieth of one server
    * process. Set false to leave it all to autovacuum. Default true.
    */
