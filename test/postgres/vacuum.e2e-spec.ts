@@ -43,7 +43,7 @@ describe('postgres: the driver vacuums its busiest tables', () => {
   });
 
   /** An instance on `schema` (as the server's superuser unless `driver` says otherwise), autovacuum off on its tables. */
-  async function boot(schema: string, driver: { vacuum?: boolean; connectionString?: string; migrate?: boolean } = {}): Promise<INestApplication> {
+  async function boot(schema: string, driver: { vacuum?: boolean; connectionString?: string; migrate?: boolean; commandTimeout?: string } = {}): Promise<INestApplication> {
     const options = { driver: { type: 'postgres', connectionString: server.url, schema, ...driver }, shutdownTimeout: '1s' };
     const app = await bootDelayApp(options as DelayModuleOptions, [Worker]);
     apps.push(app);
@@ -129,6 +129,28 @@ describe('postgres: the driver vacuums its busiest tables', () => {
       await sleep(3_000);
       expect(await manualVacuums('vac_keeper')).toBe(0);
     }
+  }, 120_000);
+
+  it('shutdown cancels a vacuum in flight instead of waiting for it to end', async () => {
+    // Every page the instance's vacuums read makes them sleep 100 ms or more (cost-based delay, set for its connections
+    // only): a vacuum of the actions table then takes tens of seconds, and commandTimeout (60 s here) does not cut it.
+    const url = new URL(server.url);
+    url.searchParams.set('options', '-c vacuum_cost_delay=100 -c vacuum_cost_limit=1');
+    const app = await churn(await boot('vac_stop', { connectionString: url.href, commandTimeout: '60s' }));
+    const vacuumOfActions = async (): Promise<number> =>
+      (await client.query(`SELECT count(*)::int AS n FROM pg_stat_progress_vacuum WHERE relid = 'vac_stop.actions'::regclass`)).rows[0].n;
+    await pollUntil(async () => (await vacuumOfActions()) === 1, 'the instance vacuuming vac_stop.actions', 30_000, 50);
+    await sleep(500);
+    expect(await vacuumOfActions()).toBe(1);
+
+    const startedAt = performance.now();
+    await app.close();
+    apps.splice(apps.indexOf(app), 1);
+    // Far less than the vacuum still had to go, or commandTimeout (without the cancel, close waits for one of them).
+    expect(performance.now() - startedAt).toBeLessThan(10_000);
+    // And the server no longer runs it.
+    expect(await vacuumOfActions()).toBe(0);
+    expect(await manualVacuums('vac_stop')).toBe(0);
   }, 120_000);
 
   it('lists for vacuuming only tables the calling role may vacuum: those it owns, and on PostgreSQL 17+ those it holds MAINTAIN on', async () => {

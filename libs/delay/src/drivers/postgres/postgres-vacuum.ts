@@ -38,6 +38,12 @@ const FAILED_WAIT_MS = 600_000;
  * SKIP_LOCKED: a table another vacuum took meanwhile is skipped, nothing
  * waits. A plain VACUUM takes no lock that stops reads or writes. Off with
  * the driver's `vacuum: false`.
+ *
+ * Shutdown does not wait for a vacuum to end: `stop` cancels the one in
+ * flight (pg_cancel_backend on the process that runs it, which the driver's
+ * role may signal) and waits only for that. Behind a transaction pooler the
+ * process of a connection is not known, so there a vacuum in flight ends by
+ * itself, within commandTimeout.
  */
 export class PostgresVacuum {
   private readonly logger = new Logger(PostgresVacuum.name);
@@ -48,12 +54,20 @@ export class PostgresVacuum {
   /** Vacuums of a table in a row that removed less than half of its dead rows (see INEFFECTIVE_WAIT_MS). */
   private readonly ineffective = new Map<string, number>();
   private warned = false;
+  /** The check under way, if any. */
+  private checking: Promise<void> | undefined;
+  /** The server process running this instance's VACUUM, while it runs. */
+  private vacuumPid: number | undefined;
+  /** The cancel `stop` sent for it: its connection is not given back before this settles. */
+  private cancelling: Promise<void> | undefined;
 
   constructor(
     private readonly connection: PostgresConnection,
     private readonly schema: string,
     /** The statement that lists the schema's tables to vacuum ($1 the least dead rows): rows of table_name, dead. */
     private readonly candidatesSql: string,
+    /** Whether each statement of a connection runs on the same server process (no transaction pooler): then `stop` cancels a vacuum. */
+    private readonly canCancel: boolean,
   ) {}
 
   /** Once: an instance that stopped does not start again. */
@@ -61,15 +75,29 @@ export class PostgresVacuum {
     this.arm();
   }
 
-  stop(): void {
+  /** Stops the checks and cancels a vacuum in flight; settles once the check under way has ended (each statement is bounded by commandTimeout). */
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    const pid = this.vacuumPid;
+    if (pid !== undefined && this.canCancel && !this.cancelling) {
+      this.cancelling = this.connection.query('SELECT pg_cancel_backend($1::integer)', [pid]).then(
+        () => undefined,
+        (error: unknown) => this.logger.debug(`Could not cancel the vacuum in flight (${describeError(error)}); it ends by itself within commandTimeout`),
+      );
+    }
+    await this.checking;
   }
 
   private arm(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.check().finally(() => this.arm()), CHECK_EVERY_MS);
+    this.timer = setTimeout(() => {
+      this.checking = this.check().finally(() => {
+        this.checking = undefined;
+        this.arm();
+      });
+    }, CHECK_EVERY_MS);
     this.timer.unref();
   }
 
@@ -89,8 +117,9 @@ export class PostgresVacuum {
       let left: boolean;
       let tookMs: number;
       try {
-        await this.connection.query(`VACUUM (SKIP_LOCKED) ${this.schema}.${table.name}`);
+        if (!(await this.vacuum(table.name))) return;
         tookMs = Date.now() - startedAt;
+        if (this.stopped) return;
         // A vacuum reports its table's dead rows as it ends (rows deleted meanwhile count too, on a busy table).
         const after = (await this.candidates(0)).find((row) => row.name === table.name)?.dead ?? 0;
         left = after >= VACUUM_MIN_DEAD_ROWS && after > table.dead / 2;
@@ -110,6 +139,26 @@ export class PostgresVacuum {
         this.logger.debug(`Vacuumed ${this.schema}.${table.name} (${table.dead} dead rows) in ${tookMs} ms`);
       }
     }
+  }
+
+  /**
+   * VACUUM of one table on a connection held for it, its server process known while it runs (for `stop` to cancel).
+   * False when stopped first. The connection goes back to the pool only once a cancel sent for it has been answered:
+   * never could a late cancel reach the next statement that connection serves.
+   */
+  private vacuum(table: string): Promise<boolean> {
+    return this.connection.withClient(async (client) => {
+      const rows = this.canCancel ? (await client.query('SELECT pg_backend_pid() AS pid')).rows : [];
+      if (this.stopped) return false;
+      this.vacuumPid = rows.length > 0 ? int(rows[0].pid) : undefined;
+      try {
+        await client.query(`VACUUM (SKIP_LOCKED) ${this.schema}.${table}`);
+        return true;
+      } finally {
+        this.vacuumPid = undefined;
+        await this.cancelling;
+      }
+    });
   }
 
   private async candidates(minDead = VACUUM_MIN_DEAD_ROWS): Promise<Array<{ name: string; dead: number }>> {

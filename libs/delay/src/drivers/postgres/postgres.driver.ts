@@ -128,7 +128,7 @@ export class PostgresDriver implements DelayDriver {
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
     // A pooler in transaction mode hands each statement any server connection: a LISTEN there would listen nowhere.
     this.listen = pooler === 'session';
-    this.vacuum = config.vacuum === false ? undefined : new PostgresVacuum(this.connection, this.schema, this.sql.vacuumCandidates);
+    this.vacuum = config.vacuum === false ? undefined : new PostgresVacuum(this.connection, this.schema, this.sql.vacuumCandidates, pooler === 'session');
   }
 
   /**
@@ -340,7 +340,8 @@ export class PostgresDriver implements DelayDriver {
   }
 
   async drain(timeoutMs: number): Promise<void> {
-    this.vacuum?.stop();
+    // A vacuum in flight is cancelled, not waited for (waited for below, with what is handed back).
+    const vacuumStopped = this.vacuum?.stop();
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     this.listener?.stop();
     this.listener = undefined;
@@ -350,7 +351,7 @@ export class PostgresDriver implements DelayDriver {
     // What shutdown hands back is bounded on its own: commandTimeout for all of it, whatever the database does.
     const deadline = Date.now() + this.connection.commandTimeoutMs;
     const consumers = [...this.consumers.values()];
-    await Promise.all([this.handBack.releaseLostClaims(consumers, deadline), emptied ? undefined : this.handBack.releaseRunning(consumers, deadline)]);
+    await Promise.all([this.handBack.releaseLostClaims(consumers, deadline), emptied ? undefined : this.handBack.releaseRunning(consumers, deadline), vacuumStopped]);
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
   }
@@ -406,9 +407,9 @@ export class PostgresDriver implements DelayDriver {
   // ---- end transactional handlers ----
 
   async close(): Promise<void> {
-    this.vacuum?.stop();
+    const vacuumStopped = this.vacuum?.stop();
     this.runGroups.close();
-    await this.handlerTransactions.close();
+    await Promise.all([this.handlerTransactions.close(), vacuumStopped]);
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     this.leaseTimer = undefined;
