@@ -242,8 +242,11 @@ describe.each(conformanceDrivers())('conformance: handlers on the $name driver',
     const retrying = events.filter((event) => event.type === 'retrying');
     const fired = events.filter((event) => event.type === 'fired');
     for (const [n, event] of retrying.entries()) {
-      // retryAt is announced before the driver files the retry, so allow a tick of difference.
-      expect(Math.abs((event.retryAt?.getTime() ?? 0) - (fired[n + 1].dueAt?.getTime() ?? Infinity))).toBeLessThanOrEqual(fx.latenessMs);
+      // retryAt is announced (on this process's clock) before the driver files the retry (on the store's, a round trip
+      // later): the due time may be a tick earlier, or later by as much as a busy machine delays that round trip.
+      const filedAfter = (fired[n + 1].dueAt?.getTime() ?? Infinity) - (event.retryAt?.getTime() ?? 0);
+      expect(filedAfter).toBeGreaterThanOrEqual(-fx.latenessMs);
+      expect(filedAfter).toBeLessThanOrEqual(fx.onTimeMs);
     }
 
     events.length = 0;

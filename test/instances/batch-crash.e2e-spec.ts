@@ -95,7 +95,7 @@ it('with the Redis driver, a kill -9 during a batch\'s handler redelivers that b
   // The rerun is the batch as it was due, taken over when the lease ran out (see crash-redelivery.e2e-spec.ts).
   expect(rerun?.dueAt).toBe(firstRun.dueAt);
   expect(redeliveredAfter).toBeGreaterThanOrEqual(LEASE_MS / 2);
-  expect(redeliveredAfter).toBeLessThanOrEqual(LEASE_MS + 1_500);
+  expect(redeliveredAfter).toBeLessThanOrEqual(LEASE_MS + 4_000);
   // The second batch opened after the first was claimed (both on the Redis clock), and fired on its own window.
   expect((secondRun?.dueAt ?? NaN) - firstRun.firedAt).toBeGreaterThanOrEqual(SECOND_WINDOW_MS);
   expect(await b.value({ op: 'count', batch: true })).toBe(0);

@@ -38,7 +38,7 @@ const KEYS = Number(process.env.DELAY_RANDOM_KEYS ?? 120);
 const CONSUMERS = Number(process.env.DELAY_RANDOM_CONSUMERS ?? 3);
 const TOPIC = 'user.offline';
 /** Generous on a loaded 2-core machine (measured p99 is tens of ms); a missed wake-up shows as seconds, or never. */
-const LATE_LIMIT_MS = 1_500;
+const LATE_LIMIT_MS = 3_000;
 
 interface PlannedOp {
   readonly kind: OpKind;

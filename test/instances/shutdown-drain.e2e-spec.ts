@@ -77,8 +77,8 @@ it('a shutdown timeout shorter than the handler hands the unfinished action back
   expect(closeTook).toBeGreaterThanOrEqual(500);
   expect(closeTook).toBeLessThan(3_000);
   // Handed back at once (due now, with a wake-up), not after a lease.
-  expect(handedBackAfter).toBeLessThan(1_000);
+  expect(handedBackAfter).toBeLessThan(3_000);
   expect(await staying.count()).toBe(0);
   // The abandoned run's outcome cannot be recorded on a closed connection: nothing retries it, the process just ends.
-  expect(exitedAfterHandler).toBeLessThan(2_000);
+  expect(exitedAfterHandler).toBeLessThan(5_000);
 }, 90_000);

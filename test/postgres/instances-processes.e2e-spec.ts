@@ -11,7 +11,7 @@ import { TestPostgresServer } from '../support/postgres-server';
 const TOPIC = 'pgproc.action';
 const SEED = Number(process.env.DELAY_RANDOM_SEED ?? 20_261_126);
 /** Generous on a loaded 2-core machine; a missed wake-up shows as seconds, or never. */
-const LATE_LIMIT_MS = 1_500;
+const LATE_LIMIT_MS = 3_000;
 
 describe('postgres: instances in separate processes', () => {
   let server: TestPostgresServer;
@@ -139,7 +139,7 @@ describe('postgres: instances in separate processes', () => {
     expect(rerun.dueAt).toBe(current.startsOf('slow')[0].dueAt);
     // Taken over once the lease ran out: the last renewal (every lease / 3) leased it at least 2/3 of a lease past the kill.
     expect(after).toBeGreaterThanOrEqual(LEASE_MS / 2);
-    expect(after).toBeLessThanOrEqual(LEASE_MS + 2_500);
+    expect(after).toBeLessThanOrEqual(LEASE_MS + 4_000);
     expect(await survivor.count()).toBe(0);
 
     // With no lease option a claim leases the action for 30 s: the lease ends about 30 s after the claim.

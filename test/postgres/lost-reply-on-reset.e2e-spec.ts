@@ -13,7 +13,7 @@ import { COMMAND_TIMEOUT_MS, LOST_TOPIC as TOPIC, lostClaimRig, lostRuns as runs
 
 const KEYS = Array.from({ length: 20 }, (_, n) => `k${n}`);
 /** Handlers run within this of the reset (a busy machine's margin; the command timeout is 5 s). */
-const RECOVERY_MS = 1_500;
+const RECOVERY_MS = 2_500;
 
 describe('postgres: a reply lost with its connection (reset after the server ran the statement)', () => {
   const rig = lostClaimRig();
@@ -22,7 +22,7 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     return (await rig.instance(schema, url, consume)).get(DelayService);
   }
 
-  it('claim: the instance asks again on a new connection and gets what it took; every handler runs once, as attempt 1, within 1.5 s of the reset; none dead', async () => {
+  it('claim: the instance asks again on a new connection and gets what it took; every handler runs once, as attempt 1, within 2.5 s of the reset; none dead', async () => {
     runs.length = 0;
     const schema = rig.schema('lost');
     const producer = await instance(schema, rig.server.url, false);
@@ -64,10 +64,12 @@ describe('postgres: a reply lost with its connection (reset after the server ran
     // A healthy instance runs them at once, as attempt 1: without the hand-back they would wait out their lease (5 s)
     // and come back as attempt 2, which `attempts: 1` sends to the dead set without running.
     await instance(schema, rig.server.url, true);
+    // Measured from the healthy instance's start: booting it in this process can take a second on a busy machine.
+    const healthyAt = Date.now();
     const outcome = await rig.outcome(producer, KEYS, 8_000);
-    const ranWithin = Math.max(...runs.map((run) => run.at)) - closedAt;
+    const ranWithin = Math.max(...runs.map((run) => run.at)) - healthyAt;
     process.stdout.write(
-      `  [postgres lost reply] claim reset, then shutdown (${recoverReset.at.length} recover(s) reset): closed in ${closedAt - closing} ms; ${runs.length} runs, the last ${ranWithin} ms after the close\n`,
+      `  [postgres lost reply] claim reset, then shutdown (${recoverReset.at.length} recover(s) reset): closed in ${closedAt - closing} ms; ${runs.length} runs, the last ${ranWithin} ms after the healthy instance started\n`,
     );
     expect(outcome).toEqual({ perKey: [1], attempts: [1], pending: 0, dead: 0 });
     expect(recoverReset.at.length).toBe(recoverResets);

@@ -137,7 +137,10 @@ describe('recurring schedules on the postgres driver (real PostgreSQL)', () => {
     // bufferOne: one runs or waits, one is held back (in the tick's state, not created), the rest are refused; never two waiting.
     expect(sizeOf(events, 'recurringSkipped', 'overlap.buffer')).toBeGreaterThanOrEqual(1);
     expect(mostWaiting).toBeLessThanOrEqual(1);
-    expect(events.filter((event) => event.type === 'recurringMissed')).toEqual([]);
+    // No policy holds a tick back: a tick waiting for its schedule's run would miss about two instants per occurrence,
+    // on every schedule. (On a busy machine a tick may still be a second late now and then, and miss one.)
+    const missed = events.filter((event) => event.type === 'recurringMissed').reduce((sum, event) => sum + (event.size ?? 0), 0);
+    expect(missed).toBeLessThanOrEqual(2);
   }, 45_000);
 
   it('a live run longer than the recurring lease is renewed, never taken back: nothing else of its schedule starts meanwhile', async () => {
