@@ -16,6 +16,8 @@ const LATER = 100;
 /** Scheduled after the restart, while the consumers sleep with nothing to do. */
 const AFTER = 50;
 const DOWN_MS = 1_500;
+/** How long after the start of the pending batch's scheduling its first action is due. */
+const SETUP_MS = 3_000;
 
 const suite = fleetSuite({ appendonly: true });
 
@@ -36,13 +38,17 @@ it('SIGKILL of redis-server (AOF, fsync always) and a restart: every pending act
   await current.until(async () => (await producer.count()) === 0, 5_000, 'their acks');
 
   const t0 = Date.now();
-  const pendingItems = [...batch('overdue', OVERDUE, t0 + 1_000, 4), ...batch('later', LATER, t0 + DOWN_MS + 1_500, 10)];
+  // The pending batch is due from SETUP_MS on: scheduling it through the producer process (fsync always) may take a
+  // second or two on a busy machine, and nothing of it may be due before the kill.
+  const overdueFrom = t0 + SETUP_MS;
+  const pendingItems = [...batch('overdue', OVERDUE, overdueFrom, 4), ...batch('later', LATER, overdueFrom + OVERDUE * 4 + DOWN_MS + 1_500, 10)];
   await producer.call({ op: 'scheduleMany', items: pendingItems, parallel: 16 });
   const killedAt = Date.now();
   await server.kill();
   // Setup was quick enough for the test to mean something: nothing of the pending batch was due yet at the kill.
-  expect(killedAt).toBeLessThan(t0 + 1_000);
-  await sleep(DOWN_MS);
+  expect(killedAt).toBeLessThan(overdueFrom);
+  // Down at least DOWN_MS, and until every overdue action fell due.
+  await sleep(Math.max(DOWN_MS, overdueFrom + OVERDUE * 4 + 100 - Date.now()));
   // Taken before the boot: a consumer may reconnect and start a run before boot() returns on a busy machine.
   const bootedAt = Date.now();
   await server.boot();
