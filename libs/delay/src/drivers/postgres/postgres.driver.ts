@@ -2,7 +2,6 @@ import { Logger } from '@nestjs/common';
 import { BatchTooLargeError } from '../../errors/batch-too-large.error';
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import { DriverUnavailableError } from '../../errors/driver-unavailable.error';
-import { DueTimeOutOfRangeError } from '../../errors/due-time-out-of-range.error';
 import { InvalidKeyError } from '../../errors/invalid-key.error';
 import {
   AdvanceSeriesCommand,
@@ -12,12 +11,10 @@ import {
   DelayConsumer,
   DelayDriver,
   Delivery,
-  DueSpec,
   RescheduleCommand,
   ScheduleCommand,
   ScheduleManyCommand,
   ScheduleResult,
-  SeriesBlocker,
   SeriesPageRequest,
   SeriesRunRecord,
   StoredAction,
@@ -36,24 +33,25 @@ import { DEFAULT_HORIZON_MS } from '../../validation/due-time';
 import { InFlightTracker } from '../in-flight-tracker';
 import { LeaseRenewals } from '../lease-renewals';
 import { readSkippedOccurrence } from '../series-blocker-field';
-import { sqlStateOf } from '../../transactions/sql-state';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { PostgresHandBack } from './postgres-hand-back';
-import { dueParams, expectParams, hasNul, nextParams, occurrencePayload, whileAliveParams } from './postgres-params';
+import { dueParams, expectParams, hasNul, nextParams } from './postgres-params';
 import { PostgresHandlerTransactions } from './postgres-handler-transactions';
 import { PostgresRunGroups } from './postgres-run-groups';
 import { inlineParameters } from './postgres-literals';
 import { SERIES_SEPARATOR } from '../../recurring/occurrence-key';
-import { PostgresConnection, Row } from './postgres-connection';
-import { POSTGRES_DEFAULT_SCHEMA, SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
-import { int, nullable, texts, toDeadAction, toStoredAction } from './postgres-rows';
+import { PostgresConnection } from './postgres-connection';
+import { POSTGRES_DEFAULT_SCHEMA } from './postgres-migrations';
+import { int, nullable, toDeadAction, toStoredAction } from './postgres-rows';
 import { PostgresSchema } from './postgres-schema';
 import { postgresStatements, PostgresStatements } from './postgres-statements';
 import { PostgresTopicConsumer } from './postgres-topic-consumer';
 import { PostgresWakeListener, WakeHandler } from './postgres-wake-listener';
 import { PostgresVacuum } from './postgres-vacuum';
-import { PostgresWriteGatherer, ScheduleEntry } from './postgres-write-gatherer';
-import { WriteOrder, writeId } from './postgres-write-order';
+import { PostgresSeriesSteps } from './postgres-series-steps';
+import { PostgresWriteGatherer } from './postgres-write-gatherer';
+import { WriteOrder } from './postgres-write-order';
+import { PostgresWrites } from './postgres-writes';
 
 /** How long health waits for the database before calling it down. */
 const HEALTH_TIMEOUT_MS = 2_000;
@@ -92,12 +90,12 @@ export class PostgresDriver implements DelayDriver {
   private readonly clockOffset = new PostgresClockOffset();
   private readonly order = new WriteOrder();
   private readonly gatherer: PostgresWriteGatherer;
+  private readonly writes: PostgresWrites;
+  private readonly seriesSteps: PostgresSeriesSteps;
   private listener: PostgresWakeListener | undefined;
   private readonly handlerTransactions: PostgresHandlerTransactions;
   private readonly runGroups: PostgresRunGroups;
   private readonly handBack: PostgresHandBack;
-  /** The store's id (the schema's store table), read at start: what a write in the application's transaction gives its guard. */
-  private storeId: string | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   /** Keeps the busiest tables vacuumed while this instance consumes (undefined with `vacuum: false`). */
   private readonly vacuum: PostgresVacuum | undefined;
@@ -107,17 +105,34 @@ export class PostgresDriver implements DelayDriver {
     this.schema = config.schema ?? POSTGRES_DEFAULT_SCHEMA;
     const commandTimeoutMs = parseDuration(config.commandTimeout ?? '5s');
     this.connection = new PostgresConnection({ connectionString: config.connectionString, pool: config.pool, commandTimeoutMs, pooler });
+    this.sql = postgresStatements(this.schema);
+    this.writes = new PostgresWrites({
+      connection: this.connection,
+      sql: this.sql,
+      schema: this.schema,
+      horizonMs: this.horizonMs,
+      clockOffset: this.clockOffset,
+      order: this.order,
+      flushFor: (topic, keys) => this.gatherer.flushFor(topic, keys),
+      wake: (topic, at) => this.consumers.get(topic)?.wake(at),
+    });
+    this.seriesSteps = new PostgresSeriesSteps({
+      connection: this.connection,
+      sql: this.sql,
+      writes: this.writes,
+      gather: (command) => this.gatherer.advance(command),
+      consumerOf: (topic) => this.consumers.get(topic),
+    });
     this.gatherer = new PostgresWriteGatherer(
       this.order,
       {
         schedule: (topic, entries, maxPastMs, timeoutMs) =>
-          this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(null), timeoutMs)),
+          this.writes.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(null), timeoutMs)),
         cancel: async (topic, keys, timeoutMs) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys], timeoutMs)).map((row) => int(row.removed) > 0),
-        advance: (topic, commands, timeoutMs) => this.sendSeriesSteps(topic, commands, timeoutMs),
+        advance: (topic, commands, timeoutMs) => this.seriesSteps.sendGathered(topic, commands, timeoutMs),
       },
       commandTimeoutMs,
     );
-    this.sql = postgresStatements(this.schema);
     this.handBack = new PostgresHandBack(this.connection, this.sql);
     this.handlerTransactions = new PostgresHandlerTransactions(config.connectionString, config.pool, commandTimeoutMs);
     this.runGroups = new PostgresRunGroups(this.handlerTransactions, () => this.handlerTransactions.connections);
@@ -142,7 +157,7 @@ export class PostgresDriver implements DelayDriver {
       await this.checkIsolation();
       if (this.migrateAtStart) await schema.migrate();
       else await schema.check();
-      await this.store();
+      await this.writes.store();
     } catch (error) {
       await this.connection.close();
       throw error;
@@ -151,7 +166,7 @@ export class PostgresDriver implements DelayDriver {
 
   async schedule(command: ScheduleCommand): Promise<ScheduleResult> {
     if (command.transaction) {
-      const [result] = await this.writeSchedules(command.topic, [command], command.maxPastMs, command.transaction);
+      const [result] = await this.writes.schedules(command.topic, [command], command.maxPastMs, command.transaction);
       return result;
     }
     if (hasNul(command.key)) throw new InvalidKeyError(command.key, 'contains U+0000, which PostgreSQL cannot store in text');
@@ -160,14 +175,14 @@ export class PostgresDriver implements DelayDriver {
   }
 
   scheduleMany(command: ScheduleManyCommand): Promise<ScheduleResult[]> {
-    return this.writeSchedules(command.topic, command.entries, command.maxPastMs, command.transaction);
+    return this.writes.schedules(command.topic, command.entries, command.maxPastMs, command.transaction);
   }
 
   async cancel(topic: string, key: string, transaction?: DriverTransaction): Promise<boolean> {
     if (hasNul(key)) return false;
     // Autocommit: the cancels of this tick for this topic share one statement and one commit.
     if (!transaction) return this.gatherer.cancel(topic, key);
-    const rows = await this.write(topic, [key], transaction, this.sql.cancel, (txStore) => [topic, key, txStore]);
+    const rows = await this.writes.write(topic, [key], transaction, this.sql.cancel, (txStore) => [topic, key, txStore]);
     return int(rows[0].removed) > 0;
   }
 
@@ -176,12 +191,12 @@ export class PostgresDriver implements DelayDriver {
     if (hasNul(key)) return null;
     const [absolute, value] = dueParams(due);
     const sentAt = Date.now();
-    const rows = await this.write(topic, [key], command.transaction, this.sql.reschedule, (txStore) => [topic, key, absolute, value, command.maxPastMs, this.horizonMs, txStore]);
+    const rows = await this.writes.write(topic, [key], command.transaction, this.sql.reschedule, (txStore) => [topic, key, absolute, value, command.maxPastMs, this.horizonMs, txStore]);
     const row = rows[0];
-    this.sawNow(row.now_ms, sentAt);
+    this.writes.sawNow(row.now_ms, sentAt);
     const status = int(row.status);
     if (status === 0) return null;
-    if (status < 0) throw this.refusal(status, topic, key, due, int(row.due_at), command.maxPastMs);
+    if (status < 0) throw this.writes.refusal(status, topic, key, due, int(row.due_at), command.maxPastMs);
     const dueAt = int(row.due_at);
     if (!command.transaction) this.consumers.get(topic)?.wake(dueAt);
     return { topic, key, payload: nullable(row.payload), dueAt, attempt: int(row.attempt), state: 'waiting' };
@@ -192,8 +207,8 @@ export class PostgresDriver implements DelayDriver {
     // In the caller's transaction the read sees what that transaction wrote, and nothing waits for the pool's writes; its
     // guard refuses a transaction over or on another database, as a write's does.
     const rows = transaction
-      ? (await this.connection.inTransaction(transaction, this.sql.getInTransaction, [topic, key, await this.store()])).filter((row) => row.member !== null)
-      : await this.ordered(topic, [key], (timeoutMs) => this.connection.query(this.sql.get, [topic, key], timeoutMs));
+      ? (await this.connection.inTransaction(transaction, this.sql.getInTransaction, [topic, key, await this.writes.store()])).filter((row) => row.member !== null)
+      : await this.writes.ordered(topic, [key], (timeoutMs) => this.connection.query(this.sql.get, [topic, key], timeoutMs));
     return rows.length === 0 ? null : toStoredAction(topic, rows[0]);
   }
 
@@ -213,7 +228,7 @@ export class PostgresDriver implements DelayDriver {
   /** The actions under these keys, in order (null where none): one call of get_each, after this driver's earlier writes of them. */
   async getMany(topic: string, keys: readonly string[]): Promise<Array<StoredAction | null>> {
     const storable = keys.map((key) => (hasNul(key) ? '' : key));
-    const rows = await this.ordered(topic, storable, (timeoutMs) => this.connection.query(this.sql.getEach, [topic, storable], timeoutMs));
+    const rows = await this.writes.ordered(topic, storable, (timeoutMs) => this.connection.query(this.sql.getEach, [topic, storable], timeoutMs));
     const found: Array<StoredAction | null> = keys.map(() => null);
     for (const row of rows) found[int(row.ord) - 1] = toStoredAction(topic, row);
     return found;
@@ -246,11 +261,11 @@ export class PostgresDriver implements DelayDriver {
       nexts.map(([, , payload]) => payload),
     ];
     const sentAt = Date.now();
-    const rows = await this.ordered(topic, keys, (timeoutMs) => this.connection.query(this.sql.advanceSeriesEach, params, timeoutMs));
+    const rows = await this.writes.ordered(topic, keys, (timeoutMs) => this.connection.query(this.sql.advanceSeriesEach, params, timeoutMs));
     const results: AdvanceSeriesResult[] = new Array(commands.length);
     let soonest: number | undefined;
     for (const row of rows) {
-      this.sawNow(row.now_ms, sentAt);
+      this.writes.sawNow(row.now_ms, sentAt);
       const at = int(row.ord) - 1;
       const status = int(row.status);
       if (status === -3) throw new ActionKindConflictError(topic, sorted[at].key, 'batch');
@@ -286,7 +301,7 @@ export class PostgresDriver implements DelayDriver {
     const { topic, key } = command;
     if (hasNul(key)) throw new InvalidKeyError(key, 'contains U+0000, which PostgreSQL cannot store in text');
     const sentAt = Date.now();
-    const rows = await this.write(topic, [key], command.transaction, this.sql.collect, (txStore) => [
+    const rows = await this.writes.write(topic, [key], command.transaction, this.sql.collect, (txStore) => [
       topic,
       key,
       command.item,
@@ -299,7 +314,7 @@ export class PostgresDriver implements DelayDriver {
       command.maxBytes ?? -1,
     ]);
     const row = rows[0];
-    this.sawNow(row.now_ms, sentAt);
+    this.writes.sawNow(row.now_ms, sentAt);
     const status = int(row.status);
     if (status === -3) throw new ActionKindConflictError(topic, key, 'action');
     if (status === -4) throw new BatchTooLargeError(topic, key, int(row.due_at), command.maxBytes ?? 0);
@@ -365,14 +380,14 @@ export class PostgresDriver implements DelayDriver {
   async beginRun(delivery: Delivery, transaction: DriverTransaction, lockTimeoutMs: number): Promise<boolean> {
     const member = this.memberOf(delivery);
     const lockMs = Math.max(1, Math.min(this.connection.commandTimeoutMs, lockTimeoutMs));
-    const rows = await this.connection.inTransaction(transaction, this.sql.beginRun, [delivery.topic, member, delivery.token, await this.store(), lockMs]);
+    const rows = await this.connection.inTransaction(transaction, this.sql.beginRun, [delivery.topic, member, delivery.token, await this.writes.store(), lockMs]);
     return rows[0]?.found === true;
   }
 
   async completeRun(delivery: Delivery, transaction: DriverTransaction): Promise<void> {
     // An occurrence of a recurring schedule: its completion also records it as the schedule's last run.
     const startedAt = delivery.key.includes(SERIES_SEPARATOR) ? delivery.firedAt : null;
-    await this.connection.inTransaction(transaction, this.sql.completeRun, [delivery.topic, this.memberOf(delivery), delivery.token, startedAt, await this.store()]);
+    await this.connection.inTransaction(transaction, this.sql.completeRun, [delivery.topic, this.memberOf(delivery), delivery.token, startedAt, await this.writes.store()]);
   }
 
   /**
@@ -439,112 +454,14 @@ export class PostgresDriver implements DelayDriver {
 
   async runNow(topic: string, key: string): Promise<boolean> {
     if (hasNul(key)) return false;
-    const rows = await this.ordered(topic, [key], (timeoutMs) => this.connection.query(this.sql.runNow, [topic, key], timeoutMs));
+    const rows = await this.writes.ordered(topic, [key], (timeoutMs) => this.connection.query(this.sql.runNow, [topic, key], timeoutMs));
     if (rows[0].found === true) this.consumers.get(topic)?.kick();
     return rows[0].found === true;
   }
 
-  /**
-   * The one atomic step of a recurring series: one call of the schema's
-   * advance_series function (see its comment in the migrations), after this
-   * driver's earlier writes to the series key, or inside the caller's
-   * transaction when the command carries one. Outside a transaction, the
-   * steps made in the same tick for the same topic (the ticks one claim
-   * took) share one statement and one commit (advance_series_steps), each
-   * still its own advance_series.
-   */
-  async advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
-    const { topic, key } = command;
-    if (hasNul(key)) throw new InvalidKeyError(key, 'contains U+0000, which PostgreSQL cannot store in text');
-    for (const occurrence of command.occurrences) {
-      if (hasNul(occurrence.key)) throw new InvalidKeyError(occurrence.key, 'contains U+0000, which PostgreSQL cannot store in text');
-    }
-    const sentAt = Date.now();
-    let row: Row;
-    if (command.transaction) {
-      const [expectKind, expectValue] = expectParams(command.expect);
-      const [nextKind, nextValue, nextPayload] = nextParams(command.next);
-      const dues = command.occurrences.map((occurrence) => dueParams(occurrence.due));
-      const whileAlive = whileAliveParams(command);
-      const rows = await this.write(topic, [key], command.transaction, this.sql.advanceSeries, (txStore) => [
-        topic,
-        key,
-        expectKind,
-        expectValue,
-        command.overlap,
-        nextKind,
-        nextValue,
-        nextPayload,
-        command.occurrences.map((occurrence) => occurrence.key),
-        dues.map(([absolute]) => absolute),
-        dues.map(([, value]) => value),
-        command.occurrences.map(occurrencePayload),
-        command.orphanGraceMs ?? 0,
-        txStore,
-        ...whileAlive,
-      ]);
-      row = rows[0];
-    } else {
-      // Gathered: the gatherer holds the key's place in the write order.
-      row = await this.gatherer.advance(command);
-    }
-    this.sawNow(row.now_ms, sentAt);
-    const status = int(row.status);
-    if (status === -3) throw new ActionKindConflictError(topic, key, 'batch');
-    if (status === 2) return { applied: true, created: [], skipped: [], cancelled: [], orphaned: true };
-    if (status !== 1) return { applied: false, created: [], skipped: [], cancelled: [] };
-    const cancelled = texts(row.cancelled);
-    // A cancelled occurrence running here is told now; one running on another instance, or cancelled in the caller's
-    // transaction (which may yet roll back), learns it at its next lease renewal.
-    if (cancelled.length > 0 && !command.transaction) this.consumers.get(topic)?.revoke(cancelled);
-    // This instance's consumer need not wait for a notification: a re-armed tick that is not the topic's
-    // earliest due time notifies no one, and a consumer whose slots are all busy sleeps until its next tick.
-    // In the caller's transaction, the notification (sent at its commit, none at a rollback) is the only wake-up.
-    if (!command.transaction && row.soonest !== null) this.consumers.get(topic)?.wake(int(row.soonest));
-    const blockedBy: SeriesBlocker | undefined =
-      row.blocker === null ? undefined : { occurrenceKey: String(row.blocker), state: row.blocker_state === 'running' ? 'running' : 'waiting', dueAt: int(row.blocker_due), attempt: int(row.blocker_attempt) };
-    return { applied: true, created: texts(row.created), skipped: texts(row.skipped), cancelled, ...(blockedBy ? { blockedBy } : {}) };
-  }
-
-  /**
-   * The gathered steps of one topic as one statement of advance_series_steps,
-   * sent as is (the gatherer holds the keys' places in the write order):
-   * the steps in code point order of their keys (two statements then lock
-   * ticks in the same order; steps of one key keep their order), each one's
-   * advance_series row back in call order.
-   */
-  private async sendSeriesSteps(topic: string, commands: readonly AdvanceSeriesCommand[], timeoutMs: number): Promise<Row[]> {
-    const order = commands.map((_, n) => n).sort((a, b) => compareCodePoints(commands[a].key, commands[b].key) || a - b);
-    const sorted = order.map((n) => commands[n]);
-    const expects = sorted.map(({ expect }) => expectParams(expect));
-    const nexts = sorted.map(({ next }) => nextParams(next));
-    const occurrences = sorted.flatMap((command) => command.occurrences);
-    const dues = occurrences.map((occurrence) => dueParams(occurrence.due));
-    const whileAlive = sorted.map(whileAliveParams);
-    const rows = await this.connection.queryPrepared(this.sql.advanceSeriesSteps, [
-      topic,
-      sorted.map((command) => command.key),
-      expects.map(([kind]) => kind),
-      expects.map(([, value]) => value),
-      sorted.map((command) => command.overlap),
-      nexts.map(([kind]) => kind),
-      nexts.map(([, value]) => value),
-      nexts.map(([, , payload]) => payload),
-      sorted.map((command) => command.occurrences.length),
-      occurrences.map((occurrence) => occurrence.key),
-      dues.map(([absolute]) => absolute),
-      dues.map(([, value]) => value),
-      occurrences.map(occurrencePayload),
-      sorted.map((command) => command.orphanGraceMs ?? 0),
-      whileAlive.map(([kind]) => kind),
-      whileAlive.map(([, value]) => value),
-      whileAlive.map(([, , payload]) => payload),
-      whileAlive.map(([, , , skipped]) => skipped.length),
-      whileAlive.flatMap(([, , , skipped]) => skipped),
-    ], timeoutMs);
-    const results: Row[] = new Array(commands.length);
-    for (const row of rows) results[order[int(row.ord) - 1]] = row;
-    return results;
+  /** One step of a recurring series (PostgresSeriesSteps). */
+  advanceSeries(command: AdvanceSeriesCommand): Promise<AdvanceSeriesResult> {
+    return this.seriesSteps.advance(command);
   }
 
   // ---- Recurring: declaration marks and last runs ----
@@ -621,141 +538,7 @@ export class PostgresDriver implements DelayDriver {
     }
   }
 
-  // ---- writes ------------------------------------------------------------
-
-  /**
-   * Runs a write: in the application's transaction when one is given, with
-   * the store's id for the guard in the statement (it refuses a transaction
-   * no longer open, or on another database), else on the driver's pool,
-   * after earlier writes of the same keys, with null.
-   */
-  private async write(
-    topic: string,
-    keys: readonly string[],
-    transaction: DriverTransaction | undefined,
-    sql: string,
-    params: (txStore: string | null) => unknown[],
-  ): Promise<Row[]> {
-    if (transaction) return this.connection.inTransaction(transaction, sql, params(await this.store()));
-    return this.ordered(topic, keys, (timeoutMs) => this.connection.query(sql, params(null), timeoutMs));
-  }
-
-  /** The store's id: read at start, or by the first write in a transaction made before. */
-  private async store(): Promise<string> {
-    if (this.storeId === undefined) {
-      const [row] = await this.connection.query(this.sql.storeId);
-      if (typeof row?.id !== 'string') throw new DriverUnavailableError(`schema "${this.schema}" has no store id: the one row of its store table, made by migration 1, is gone`);
-      this.storeId = row.id;
-    }
-    return this.storeId;
-  }
-
-  /**
-   * Runs `work` after the driver's earlier writes of these keys, schedule calls still gathered for this tick included,
-   * with what is left of the call's commandTimeout once its turn comes (waiting for earlier calls counts): a call whose
-   * time ran out while it waited rejects unsent.
-   */
-  private ordered<T>(topic: string, keys: readonly string[], work: (timeoutMs: number) => Promise<T>): Promise<T> {
-    this.gatherer.flushFor(topic, keys);
-    const timeoutMs = this.connection.commandTimeoutMs;
-    const deadline = Date.now() + timeoutMs;
-    return this.order.run(
-      keys.map((key) => writeId(topic, key)),
-      () => {
-        const left = deadline - Date.now();
-        if (left <= 0) return Promise.reject(new DriverUnavailableError(`PostgreSQL did not answer within ${timeoutMs} ms (earlier calls on the same key were still waiting)`));
-        return work(left);
-      },
-    );
-  }
-
-  private async writeSchedules(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number, transaction: DriverTransaction | undefined): Promise<ScheduleResult[]> {
-    for (const entry of entries) {
-      if (hasNul(entry.key)) throw new InvalidKeyError(entry.key, 'contains U+0000, which PostgreSQL cannot store in text');
-    }
-    if (entries.length === 0) return [];
-    const keys = entries.map((entry) => entry.key);
-    if (transaction) return this.sendSchedules(topic, entries, maxPastMs, transaction, (params) => this.write(topic, keys, transaction, this.sql.schedule, params));
-    // Autocommit: the named statement the gathered schedules use, after this driver's earlier writes of these keys.
-    return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.ordered(topic, keys, (timeoutMs) => this.connection.queryPrepared(this.sql.schedule, params(null), timeoutMs)));
-  }
-
-  /**
-   * One statement of the schedule function for these entries, sent by
-   * `run` (which decides where: the application's transaction, in the write
-   * order, or as is for the gatherer that holds the order itself); the
-   * results in entry order, or the typed error of the first refused entry.
-   */
-  private async sendSchedules(
-    topic: string,
-    entries: readonly ScheduleEntry[],
-    maxPastMs: number,
-    transaction: DriverTransaction | undefined,
-    run: (params: (txStore: string | null) => unknown[]) => Promise<Row[]>,
-  ): Promise<ScheduleResult[]> {
-    const keys = entries.map((entry) => entry.key);
-    const dues = entries.map((entry) => dueParams(entry.due));
-    let rows: Row[];
-    const sentAt = Date.now();
-    try {
-      rows = await run((txStore) => [
-        topic,
-        keys,
-        dues.map(([absolute]) => absolute),
-        dues.map(([, value]) => value),
-        entries.map((entry) => (entry.payload === undefined || entry.payload === '' ? null : entry.payload)),
-        entries.map((entry) => entry.ifExists === 'keep'),
-        entries.map((entry) => entry.trace ?? null),
-        maxPastMs,
-        this.horizonMs,
-        txStore,
-      ]);
-    } catch (error) {
-      // A batch opened under one of the keys between the function's check and its write: nothing was written.
-      if (sqlStateOf(error) === SQLSTATE_KIND_CONFLICT) throw new ActionKindConflictError(topic, conflictingKey(error, keys), 'batch');
-      throw error;
-    }
-    const first = rows[0];
-    this.sawNow(first.now_ms, sentAt);
-    const status = int(first.status);
-    if (status < 0) {
-      const entry = entries[int(first.attempt) - 1];
-      throw this.refusal(status, topic, entry.key, entry.due, int(first.due_at), maxPastMs);
-    }
-    let soonest = Infinity;
-    const results = rows.map((row, n): ScheduleResult => {
-      const rowStatus = int(row.status);
-      const dueAt = int(row.due_at);
-      const action: StoredAction = {
-        topic,
-        key: keys[n],
-        payload: nullable(row.payload),
-        dueAt,
-        attempt: int(row.attempt),
-        state: rowStatus === 4 ? 'running' : 'waiting',
-      };
-      if (rowStatus <= 2) soonest = Math.min(soonest, dueAt);
-      return { action, outcome: rowStatus === 1 ? 'created' : rowStatus === 2 ? 'replaced' : 'kept' };
-    });
-    // This instance's own consumer need not wait for the notification (or, behind a transaction pooler, for its next look).
-    if (!transaction && soonest < Infinity) this.consumers.get(topic)?.wake(soonest);
-    return results;
-  }
-
   // ---- helpers -----------------------------------------------------------
-
-  /** A reply carrying the database's time, for a call sent at `sentAt`: a sample of the clock offset. */
-  private sawNow(now: unknown, sentAt: number): void {
-    if (now !== null && now !== undefined) this.clockOffset.observe(int(now), sentAt);
-  }
-
-  /** The typed error for a refused due time (-1 too far in the past, -2 beyond the horizon) or key (-3 a batch), as every driver throws. */
-  private refusal(status: number, topic: string, key: string, due: DueSpec, reportedDueAt: number, maxPastMs: number): Error {
-    if (status === -3) return new ActionKindConflictError(topic, key, 'batch');
-    const dueAt = 'atMs' in due ? due.atMs : reportedDueAt;
-    if (status === -1) return new DueTimeOutOfRangeError(dueAt, `more than ${maxPastMs} ms in the past (option maxPast)`);
-    return new DueTimeOutOfRangeError(dueAt, `beyond the driver's horizon of ${this.horizonMs} ms from now`);
-  }
 
   /**
    * The claim counts on READ COMMITTED (a statement's snapshot taken after the topic's claims have taken turns); a
@@ -797,11 +580,4 @@ export class PostgresDriver implements DelayDriver {
         ),
     );
   }
-
-}
-
-/** The key a kind-conflict error names (the function puts it in its message), else the first key. */
-function conflictingKey(error: unknown, keys: readonly string[]): string {
-  const message = error instanceof Error ? error.message : '';
-  return keys.find((key) => message.includes(`key ${key} of topic`)) ?? keys[0];
 }
