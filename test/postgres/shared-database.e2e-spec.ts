@@ -329,7 +329,8 @@ describe('postgres: a database shared with other roles', () => {
   }, 30_000);
 
   it("a reply that comes back late (a statement that waited on a lock) does not make the instance's timers late", async () => {
-    const consumer = await boot(RUNTIME);
+    // A commandTimeout well past the 4 s the reschedule below waits for its lock, on a busy machine too.
+    const consumer = await boot(RUNTIME, { commandTimeout: '10s' });
     // The producer runs no handler: only the consumer instance can run the action.
     const producer = await boot(RUNTIME, {}, { consume: false });
     await consumer.delay.schedule('shared.other', 'locked', { delay: 3_600_000 });

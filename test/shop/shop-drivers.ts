@@ -302,7 +302,8 @@ class RealShopTime implements ShopTime {
   expectDelay(from: Instant, to: Instant, delayMs: number): void {
     const actual = ms(to) - ms(from);
     expect(actual).toBeGreaterThanOrEqual(delayMs);
-    expect(actual).toBeLessThanOrEqual(delayMs + REAL_TIME_ROUND_TRIP_MS);
+    // Less than the delay itself, however busy the machine: a delay counted twice still fails.
+    expect(actual).toBeLessThan(delayMs + Math.min(REAL_TIME_ROUND_TRIP_MS, delayMs));
   }
 }
 

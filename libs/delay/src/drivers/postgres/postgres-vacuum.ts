@@ -42,8 +42,8 @@ const FAILED_WAIT_MS = 600_000;
  * Shutdown does not wait for a vacuum to end: `stop` cancels the one in
  * flight (pg_cancel_backend on the process that runs it, which the driver's
  * role may signal) and waits only for that. Behind a transaction pooler the
- * process of a connection is not known, so there a vacuum in flight ends by
- * itself, within commandTimeout.
+ * process of a connection is not known: there the vacuum runs on to its end
+ * on the server, and shutdown stops waiting for it after commandTimeout.
  */
 export class PostgresVacuum {
   private readonly logger = new Logger(PostgresVacuum.name);

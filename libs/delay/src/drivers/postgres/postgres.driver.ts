@@ -355,7 +355,7 @@ export class PostgresDriver implements DelayDriver {
   }
 
   async drain(timeoutMs: number): Promise<void> {
-    // A vacuum in flight is cancelled, not waited for (waited for below, with what is handed back).
+    // A vacuum in flight is cancelled; only the cancel is waited for (below, with what is handed back).
     const vacuumStopped = this.vacuum?.stop();
     for (const topicConsumer of this.consumers.values()) topicConsumer.stop();
     this.listener?.stop();
