@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { PostgresDriver } from '../../libs/delay/src/drivers/postgres/postgres.driver';
 import { bootDelayApp, pollUntil, sleep } from '../conformance/support/driver-fixture';
 import { TestPostgresServer } from '../support/postgres-server';
+import { REAL_TIME_ON_TIME_MS } from '../support/on-time';
 
 const TOPIC = 'tx.order';
 const DIGEST = 'tx.digest';
@@ -280,14 +281,15 @@ describe('postgres: writes inside the application transaction', () => {
   it('keys, payloads and items that look like SQL or escapes arrive as given', async () => {
     const key = "it's \\ $1 '' ; -- ü 😀 \"q\"";
     const payload = { text: "O'Brien \\n $2 --", nested: ["\\'", '😀'], n: -5 };
+    // Due 1.5 s after the writes: read back before they run, on a busy machine too.
     await inTransaction(async (transaction) => {
-      await delay.schedule(TOPIC, key, { delay: 100, payload, transaction });
-      await delay.collect(TOPIC, `${key}-batch`, { line: "a'b\\c" }, { window: 100, transaction });
-      await delay.collect(TOPIC, `${key}-batch`, "$1 $2 ''", { window: 100, transaction });
+      await delay.schedule(TOPIC, key, { delay: 1_500, payload, transaction });
+      await delay.collect(TOPIC, `${key}-batch`, { line: "a'b\\c" }, { window: 1_500, transaction });
+      await delay.collect(TOPIC, `${key}-batch`, "$1 $2 ''", { window: 1_500, transaction });
     }, 'COMMIT');
     expect(await delay.get(TOPIC, key)).toMatchObject({ key, payload });
     expect(await delay.get(TOPIC, `${key}-batch`)).toMatchObject({ items: [{ line: "a'b\\c" }, "$1 $2 ''"] });
-    await pollUntil(() => handlers.fired.length === 2, 'both runs', 3_000);
+    await pollUntil(() => handlers.fired.length === 2, 'both runs', 1_500 + REAL_TIME_ON_TIME_MS + 1_000);
     expect(handlers.fired.find((run) => run.key === key)).toEqual({ key, payload });
   });
 
