@@ -81,10 +81,11 @@ export class PostgresVacuum {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const pid = this.vacuumPid;
-    if (pid !== undefined && this.canCancel && !this.cancelling) {
+    // Only known where it can be cancelled (canCancel).
+    if (pid !== undefined && !this.cancelling) {
       this.cancelling = this.connection.query('SELECT pg_cancel_backend($1::integer)', [pid]).then(
         () => undefined,
-        (error: unknown) => this.logger.debug(`Could not cancel the vacuum in flight (${describeError(error)}); it ends by itself within commandTimeout`),
+        (error: unknown) => this.logger.debug(`Could not cancel the vacuum in flight (${describeError(error)}); shutdown stops waiting for it after commandTimeout`),
       );
     }
     await this.checking;

@@ -92,13 +92,19 @@ export class PostgresWrites {
     return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.ordered(topic, keys, (timeoutMs) => connection.queryPrepared(sql.schedule, params(null), timeoutMs)));
   }
 
+  /** The gathered autocommit schedules of one topic, sent as is: the gatherer holds their keys' places in the write order. */
+  sendGathered(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number, timeoutMs: number): Promise<ScheduleResult[]> {
+    const { connection, sql } = this.context;
+    return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => connection.queryPrepared(sql.schedule, params(null), timeoutMs));
+  }
+
   /**
    * One statement of the schedule function for these entries, sent by
    * `run` (which decides where: the application's transaction, in the write
    * order, or as is for the gatherer that holds the order itself); the
    * results in entry order, or the typed error of the first refused entry.
    */
-  async sendSchedules(
+  private async sendSchedules(
     topic: string,
     entries: readonly ScheduleEntry[],
     maxPastMs: number,

@@ -126,8 +126,7 @@ export class PostgresDriver implements DelayDriver {
     this.gatherer = new PostgresWriteGatherer(
       this.order,
       {
-        schedule: (topic, entries, maxPastMs, timeoutMs) =>
-          this.writes.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.connection.queryPrepared(this.sql.schedule, params(null), timeoutMs)),
+        schedule: (topic, entries, maxPastMs, timeoutMs) => this.writes.sendGathered(topic, entries, maxPastMs, timeoutMs),
         cancel: async (topic, keys, timeoutMs) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys], timeoutMs)).map((row) => int(row.removed) > 0),
         advance: (topic, commands, timeoutMs) => this.seriesSteps.sendGathered(topic, commands, timeoutMs),
       },
