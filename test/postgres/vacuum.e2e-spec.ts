@@ -134,8 +134,13 @@ describe('postgres: the driver vacuums its busiest tables', () => {
   it('shutdown cancels a vacuum in flight instead of waiting for it to end', async () => {
     // Every page the instance's vacuums read makes them sleep 100 ms or more (cost-based delay, set for its connections
     // only): a vacuum of the actions table then takes tens of seconds, and commandTimeout (60 s here) does not cut it.
+    // Look-alikes of the two built-ins the cancel uses, in a schema its connections search before pg_catalog: called
+    // unqualified, the vacuum or its cancel would fail.
+    await client.query(`CREATE SCHEMA vac_spy;
+      CREATE FUNCTION vac_spy.pg_backend_pid() RETURNS integer LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'look-alike pg_backend_pid ran'; END $$;
+      CREATE FUNCTION vac_spy.pg_cancel_backend(integer) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'look-alike pg_cancel_backend ran'; END $$`);
     const url = new URL(server.url);
-    url.searchParams.set('options', '-c vacuum_cost_delay=100 -c vacuum_cost_limit=1');
+    url.searchParams.set('options', '-c vacuum_cost_delay=100 -c vacuum_cost_limit=1 -c search_path=vac_spy,pg_catalog,public');
     const app = await churn(await boot('vac_stop', { connectionString: url.href, commandTimeout: '60s' }));
     const vacuumOfActions = async (): Promise<number> =>
       (await client.query(`SELECT count(*)::int AS n FROM pg_stat_progress_vacuum WHERE relid = 'vac_stop.actions'::regclass`)).rows[0].n;

@@ -83,7 +83,7 @@ export class PostgresVacuum {
     const pid = this.vacuumPid;
     // Only known where it can be cancelled (canCancel).
     if (pid !== undefined && !this.cancelling) {
-      this.cancelling = this.connection.query('SELECT pg_cancel_backend($1::integer)', [pid]).then(
+      this.cancelling = this.connection.query('SELECT pg_catalog.pg_cancel_backend($1::pg_catalog.int4)', [pid]).then(
         () => undefined,
         (error: unknown) => this.logger.debug(`Could not cancel the vacuum in flight (${describeError(error)}); shutdown stops waiting for it after commandTimeout`),
       );
@@ -149,7 +149,7 @@ export class PostgresVacuum {
    */
   private vacuum(table: string): Promise<boolean> {
     return this.connection.withClient(async (client) => {
-      const rows = this.canCancel ? (await client.query('SELECT pg_backend_pid() AS pid')).rows : [];
+      const rows = this.canCancel ? (await client.query('SELECT pg_catalog.pg_backend_pid() AS pid')).rows : [];
       if (this.stopped) return false;
       this.vacuumPid = rows.length > 0 ? int(rows[0].pid) : undefined;
       try {
