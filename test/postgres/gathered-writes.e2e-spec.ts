@@ -71,8 +71,8 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
     proxy = undefined;
   });
 
-  async function driver(url = server.url): Promise<PostgresDriver> {
-    const made = new PostgresDriver({ type: 'postgres', connectionString: url, schema, commandTimeout: COMMAND_TIMEOUT_MS });
+  async function driver(url = server.url, commandTimeout = COMMAND_TIMEOUT_MS): Promise<PostgresDriver> {
+    const made = new PostgresDriver({ type: 'postgres', connectionString: url, schema, commandTimeout });
     drivers.push(made);
     await made.connect();
     return made;
@@ -172,6 +172,33 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
       expect(settled.sort()).toEqual(['0 a true', '1 missing false', '2 locked true', '3 a false', '4 full true', '5 b true']);
     } finally {
       await blocker.end();
+    }
+    expect(await pg.count(TOPIC)).toBe(0);
+  });
+
+  it('a gathered cancel the server aborts to end a deadlock is sent again: each call still gets its own answer', async () => {
+    // Two cancels of one tick lock their keys in call order (b, then a); another transaction holds a, then asks for b.
+    // The server ends that cycle by aborting the cancels' statement (its deadlock_timeout, 1 s, runs out first: the
+    // other transaction waits 30 s before it looks). Alone, neither cancel could have been part of a cycle, so neither
+    // caller may see it: the statement, which applied nothing, goes again within the command timeout.
+    const pg = await driver(server.url, 10_000);
+    await Promise.all(['a', 'b'].map((key) => pg.schedule(command(key))));
+    const other = new Client({ connectionString: server.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SET LOCAL deadlock_timeout = '30s'`);
+      await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE`);
+      const calls = ['b', 'a'].map((key) => pg.cancel(TOPIC, key).then((removed) => ({ removed }), (error: { code?: string }) => ({ error: error.code })));
+      const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'nestjs-delay'`;
+      await pollUntil(async () => Number((await server.admin(waiting))[0].n) === 1, 'the cancels waiting for a', 5_000);
+      // b is locked by the cancels' statement: this waits until the server aborts it, and then finds b still there.
+      const lockedB = await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'b' FOR UPDATE`);
+      expect(lockedB.rowCount).toBe(1);
+      await other.query('COMMIT');
+      expect(await Promise.all(calls)).toEqual([{ removed: true }, { removed: true }]);
+    } finally {
+      await other.end();
     }
     expect(await pg.count(TOPIC)).toBe(0);
   });

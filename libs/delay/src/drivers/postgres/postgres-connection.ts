@@ -33,6 +33,9 @@ export interface PostgresConnectionSettings {
  */
 const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
 
+/** deadlock_detected and serialization_failure: the server aborted the statement, which applied nothing, to end a cycle of waits. */
+const ABORTED_STATES = new Set(['40P01', '40001']);
+
 /** A statement bounded by less than commandTimeout by more than this gets the server's limits brought down to its bound. */
 const SERVER_BOUND_SLACK_MS = 10;
 
@@ -107,7 +110,33 @@ export class PostgresConnection {
   async query(sql: string, params: readonly unknown[] = [], timeoutMs = this.settings.commandTimeoutMs): Promise<Row[]> {
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
     const bound = Math.min(timeoutMs, this.settings.commandTimeoutMs);
-    return this.withClient((client) => this.withServerBound(client, bound, async () => (await client.query(sql, params as unknown[])).rows), bound);
+    return this.sentAgainWhenAborted(bound, (left) =>
+      this.withClient((client) => this.withServerBound(client, left, async () => (await client.query(sql, params as unknown[])).rows), left),
+    );
+  }
+
+  /**
+   * Sends a statement, and sends it again while the server aborts it to
+   * break a cycle of lock waits (deadlock_detected, serialization_failure),
+   * within the same bound. Every statement on the pool is one autocommit
+   * call, so an aborted one applied nothing, and sending it again is the
+   * same call made a moment later. The cycle is one the driver made: its
+   * statements that lock several rows (gathered cancels and schedules, a
+   * batch of completions, a scheduleMany) can each take them in an order
+   * another's does not, though every call the application made locks only
+   * its own keys; the application must not get that as an error.
+   */
+  private async sentAgainWhenAborted<T>(bound: number, send: (timeoutMs: number) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + bound;
+    for (let timeoutMs = bound; ; timeoutMs = deadline - Date.now()) {
+      try {
+        return await send(timeoutMs);
+      } catch (error) {
+        const state = sqlStateOf(error);
+        if (state === undefined || !ABORTED_STATES.has(state) || this.closed || deadline - Date.now() < 1) throw error;
+        this.logger.debug(`A statement was aborted to end a cycle of lock waits (${state}); sending it again`);
+      }
+    }
   }
 
   /**
@@ -149,7 +178,6 @@ export class PostgresConnection {
     if (this.settings.pooler === 'transaction') return this.query(sql, params, bound);
     if (this.closed) throw new DriverUnavailableError('the driver is closed');
     const name = this.statementName(sql);
-    const deadline = Date.now() + bound;
     const send = (timeoutMs: number): Promise<Row[]> =>
       this.withClient(
         (client) =>
@@ -165,15 +193,19 @@ export class PostgresConnection {
           }),
         timeoutMs,
       );
-    try {
-      return await send(bound);
-    } catch (error) {
-      // Refused at Bind, so nothing ran: sent once more, on another connection, which prepares it again, within the
-      // same bound as the first.
-      const left = deadline - Date.now();
-      if (error instanceof StatementGoneError && left > 0) return send(left);
-      throw error;
-    }
+    const sendOnce = async (timeoutMs: number): Promise<Row[]> => {
+      const deadline = Date.now() + timeoutMs;
+      try {
+        return await send(timeoutMs);
+      } catch (error) {
+        // Refused at Bind, so nothing ran: sent once more, on another connection, which prepares it again, within the
+        // same bound as the first.
+        const left = deadline - Date.now();
+        if (error instanceof StatementGoneError && left > 0) return send(left);
+        throw error;
+      }
+    };
+    return this.sentAgainWhenAborted(bound, sendOnce);
   }
 
   /**

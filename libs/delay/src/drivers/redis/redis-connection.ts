@@ -5,10 +5,10 @@ import { describeError } from '../../utils/describe-error';
 import { settleWithin } from '../../utils/settle-within';
 import { RedisReplicatedWriter } from './redis-replicated-writer';
 import { REDIS_SCRIPTS, RedisScriptName } from './redis-scripts.generated';
+import { RedisClient } from './redis-client';
 import { RedisScriptCalls } from './redis-script-calls';
 import { RedisSocketWatch } from './redis-socket-watch';
 
-export type RedisClient = Redis | Cluster;
 type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
 
 export interface RedisConnectionSettings {

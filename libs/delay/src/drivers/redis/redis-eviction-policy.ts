@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { describeError } from '../../utils/describe-error';
-import { RedisClient, RedisConnection } from './redis-connection';
+import { RedisClient } from './redis-client';
+import { RedisConnection } from './redis-connection';
 
 /** The one policy under which Redis never deletes a key to make room. */
 const SAFE_POLICY = 'noeviction';

@@ -1,5 +1,5 @@
 import type { Command } from 'ioredis';
-import type { RedisClient } from './redis-connection';
+import type { RedisClient } from './redis-client';
 
 /**
  * What a script call needs of the ioredis Script that defineCommand made (Commander.scriptsSet): its SHA, its key

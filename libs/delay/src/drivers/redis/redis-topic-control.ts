@@ -1,6 +1,7 @@
 import { DriverHealth, TopicHealth } from '../../interfaces/delay-health.interface';
 import { TopicSummary } from '../../interfaces/topic-summary.interface';
-import { RedisClient, RedisConnection } from './redis-connection';
+import { RedisClient } from './redis-client';
+import { RedisConnection } from './redis-connection';
 import { TopicKeys, topicKeys, topicOfTag } from './redis-keys';
 import { settleWithin } from '../../utils/settle-within';
 

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { describeError } from '../../utils/describe-error';
-import { RedisClient, RedisConnection } from './redis-connection';
+import { RedisClient } from './redis-client';
+import { RedisConnection } from './redis-connection';
 
 /**
  * The pub/sub connection that carries wake-ups ("something in this topic is
