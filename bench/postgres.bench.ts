@@ -1019,7 +1019,9 @@ function verdicts(
     const ours = drains.find((result) => result.kind === 'delay' && result.handler === 'noop' && result.concurrency === SETTINGS.concurrency && result.workers === workers);
     if (ours === undefined) continue;
     const best = Math.max(...drains.filter((result) => result.kind !== 'delay' && result.workers === workers).map((result) => result.rate));
-    lines.push(`- drain, ${workers} worker(s): ${fmt(ours.rate)}/s = ${ratio(ours.rate / best)} the faster competitor's ${fmt(best)}/s (target >= 2x): ${mark(ours.rate >= 2 * best)}`);
+    // Issue 32's targets: 2x with one worker process; 1.5x with two, where the claims of a topic share the server.
+    const target = workers === 1 ? 2 : 1.5;
+    lines.push(`- drain, ${workers} worker(s): ${fmt(ours.rate)}/s = ${ratio(ours.rate / best)} the faster competitor's ${fmt(best)}/s (target >= ${target}x): ${mark(ours.rate >= target * best)}`);
     const floor = floors.find((entry) => entry.connections === workers);
     if (floor) lines.push(`- drain, ${workers} worker(s) = ${ratio(ours.rate / floor.rate)} the bare DELETE ... RETURNING's ${fmt(floor.rate)}/s with ${workers} connection(s) (target >= 0.5x): ${mark(ours.rate >= 0.5 * floor.rate)}`);
     if (floor) {

@@ -176,31 +176,67 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
     expect(await pg.count(TOPIC)).toBe(0);
   });
 
-  it('a gathered cancel the server aborts to end a deadlock is sent again: each call still gets its own answer', async () => {
-    // Two cancels of one tick lock their keys in call order (b, then a); another transaction holds a, then asks for b.
-    // The server ends that cycle by aborting the cancels' statement (its deadlock_timeout, 1 s, runs out first: the
-    // other transaction waits 30 s before it looks). Alone, neither cancel could have been part of a cycle, so neither
-    // caller may see it: the statement, which applied nothing, goes again within the command timeout.
-    const pg = await driver(server.url, 10_000);
+  it('gathered cancels lock their keys in code point order; one the server aborts to end a deadlock is sent again, each call still answered', async () => {
+    // Cancels of b and a, made in that order, share a statement that locks a first, then b. Another transaction holds
+    // b, then asks for a. The server ends that cycle by aborting the cancels' statement: its backend looks for a cycle
+    // once it has waited deadlock_timeout (3 s on the driver's connections, so the other transaction's request for a
+    // is surely waiting by then), while the other transaction would look only after 30 s. Neither call alone could
+    // have been in a cycle, so neither caller may see it: the statement, which applied nothing, goes again within
+    // commandTimeout.
+    const url = new URL(server.url);
+    url.searchParams.set('options', '-c deadlock_timeout=3000');
+    const pg = await driver(url.href, 10_000);
     await Promise.all(['a', 'b'].map((key) => pg.schedule(command(key))));
+    const deadlocks = async (): Promise<number> =>
+      Number((await server.admin('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()', [], true))[0].deadlocks);
+    const deadlocksBefore = await deadlocks();
     const other = new Client({ connectionString: server.url });
     await other.connect();
     try {
+      const otherPid = Number((await other.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
       await other.query('BEGIN');
       await other.query(`SET LOCAL deadlock_timeout = '30s'`);
-      await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE`);
+      await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'b' FOR UPDATE`);
       const calls = ['b', 'a'].map((key) => pg.cancel(TOPIC, key).then((removed) => ({ removed }), (error: { code?: string }) => ({ error: error.code })));
-      const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'nestjs-delay'`;
-      await pollUntil(async () => Number((await server.admin(waiting))[0].n) === 1, 'the cancels waiting for a', 5_000);
-      // b is locked by the cancels' statement: this waits until the server aborts it, and then finds b still there.
-      const lockedB = await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'b' FOR UPDATE`);
-      expect(lockedB.rowCount).toBe(1);
+      const blockedByOther = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`;
+      await pollUntil(async () => Number((await server.admin(blockedByOther, [otherPid]))[0].n) === 1, 'the cancels waiting for b', 5_000);
+      // The statement holds a while it waits for b: it took a first, though the calls came in the order b, a.
+      await expect(server.admin(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE NOWAIT`, [], true)).rejects.toMatchObject({ code: '55P03' });
+      // a is locked by the cancels' statement: this waits until the server aborts it, and then finds a still there.
+      const lockedA = await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE`);
+      expect(lockedA.rowCount).toBe(1);
       await other.query('COMMIT');
       expect(await Promise.all(calls)).toEqual([{ removed: true }, { removed: true }]);
     } finally {
       await other.end();
     }
     expect(await pg.count(TOPIC)).toBe(0);
+    // The cycle did happen: the server counted the deadlock it broke.
+    await pollUntil(async () => (await deadlocks()) > deadlocksBefore, 'the deadlock in the statistics', 5_000, 50);
+  });
+
+  it('gathered schedules lock their keys in code point order too, and answer in call order', async () => {
+    const pg = await driver(server.url, 10_000);
+    await Promise.all(['a', 'b'].map((key) => pg.schedule(command(key))));
+    const other = new Client({ connectionString: server.url });
+    await other.connect();
+    try {
+      const otherPid = Number((await other.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+      await other.query('BEGIN');
+      await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'b' FOR UPDATE`);
+      const calls = Promise.all(['b', 'a'].map((key) => pg.schedule(command(key, { payload: `"${key}2"` }))));
+      const blockedByOther = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`;
+      await pollUntil(async () => Number((await server.admin(blockedByOther, [otherPid]))[0].n) === 1, 'the schedules waiting for b', 5_000);
+      // Called in the order b, a: the statement replaced a first, and holds it while it waits for b.
+      await expect(server.admin(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE NOWAIT`, [], true)).rejects.toMatchObject({ code: '55P03' });
+      await other.query('COMMIT');
+      expect((await calls).map((result) => [result.outcome, result.action.key, result.action.payload])).toEqual([
+        ['replaced', 'b', '"b2"'],
+        ['replaced', 'a', '"a2"'],
+      ]);
+    } finally {
+      await other.end();
+    }
   });
 
   it('topics and maxPast values apart go in statements of their own, each call still answered', async () => {

@@ -1,7 +1,7 @@
 import { ActionKindConflictError } from '../../errors/action-kind-conflict.error';
 import { InvalidKeyError } from '../../errors/invalid-key.error';
 import { AdvanceSeriesCommand, AdvanceSeriesResult, SeriesBlocker } from '../../interfaces/delay-driver.interface';
-import { compareCodePoints } from '../../utils/code-point-order';
+import { codePointOrder } from '../../utils/code-point-order';
 import { PostgresConnection, Row } from './postgres-connection';
 import { dueParams, expectParams, hasNul, nextParams, occurrencePayload, whileAliveParams } from './postgres-params';
 import { int, texts } from './postgres-rows';
@@ -94,7 +94,7 @@ export class PostgresSeriesSteps {
    * advance_series row back in call order.
    */
   async sendGathered(topic: string, commands: readonly AdvanceSeriesCommand[], timeoutMs: number): Promise<Row[]> {
-    const order = commands.map((_, n) => n).sort((a, b) => compareCodePoints(commands[a].key, commands[b].key) || a - b);
+    const order = codePointOrder(commands, (command) => command.key);
     const sorted = order.map((n) => commands[n]);
     const expects = sorted.map(({ expect }) => expectParams(expect));
     const nexts = sorted.map(({ next }) => nextParams(next));

@@ -5,6 +5,7 @@ import { InvalidKeyError } from '../../errors/invalid-key.error';
 import { DueSpec, ScheduleResult, StoredAction } from '../../interfaces/delay-driver.interface';
 import { DriverTransaction } from '../../interfaces/delay-transaction.interface';
 import { sqlStateOf } from '../../transactions/sql-state';
+import { codePointOrder, inItemOrder } from '../../utils/code-point-order';
 import { PostgresClockOffset } from './postgres-clock-offset';
 import { PostgresConnection, Row } from './postgres-connection';
 import { SQLSTATE_KIND_CONFLICT } from './postgres-migrations';
@@ -92,10 +93,30 @@ export class PostgresWrites {
     return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => this.ordered(topic, keys, (timeoutMs) => connection.queryPrepared(sql.schedule, params(null), timeoutMs)));
   }
 
-  /** The gathered autocommit schedules of one topic, sent as is: the gatherer holds their keys' places in the write order. */
-  sendGathered(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number, timeoutMs: number): Promise<ScheduleResult[]> {
+  /**
+   * The gathered autocommit schedules of one topic, sent as is (the gatherer
+   * holds their keys' places in the write order): the entries in code point
+   * order of their keys, as cancelGathered below; results in call order.
+   */
+  async sendGathered(topic: string, entries: readonly ScheduleEntry[], maxPastMs: number, timeoutMs: number): Promise<ScheduleResult[]> {
     const { connection, sql } = this.context;
-    return this.sendSchedules(topic, entries, maxPastMs, undefined, (params) => connection.queryPrepared(sql.schedule, params(null), timeoutMs));
+    const order = codePointOrder(entries, (entry) => entry.key);
+    const sorted = order.map((n) => entries[n]);
+    return inItemOrder(order, await this.sendSchedules(topic, sorted, maxPastMs, undefined, (params) => connection.queryPrepared(sql.schedule, params(null), timeoutMs)));
+  }
+
+  /**
+   * The gathered cancels of one topic as one statement of cancel_each, sent
+   * as is (the gatherer holds the keys' places): the keys in code point
+   * order, as every gathered statement takes its rows (a key given twice
+   * keeps its calls' order, so the first still removes the row); per call,
+   * in call order, whether it removed one.
+   */
+  async cancelGathered(topic: string, keys: readonly string[], timeoutMs: number): Promise<boolean[]> {
+    const { connection, sql } = this.context;
+    const order = codePointOrder(keys, (key) => key);
+    const rows = await connection.queryPrepared(sql.cancelEach, [topic, order.map((n) => keys[n])], timeoutMs);
+    return inItemOrder(order, rows.map((row) => int(row.removed) > 0));
   }
 
   /**

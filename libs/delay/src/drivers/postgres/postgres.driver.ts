@@ -55,6 +55,16 @@ import { PostgresWrites } from './postgres-writes';
 
 /** How long health waits for the database before calling it down. */
 const HEALTH_TIMEOUT_MS = 2_000;
+/** Actions one claim takes at most, unless the claimBatch option says otherwise. */
+const CLAIM_BATCH = 100;
+/**
+ * The same on a topic of recurring schedules, whose claims also take up to as many ticks (see
+ * PostgresTopicConsumer): each tick stepped creates an occurrence, and claims that took fewer occurrences than ticks
+ * left them piling up behind the ticks. 10,000 schedules every second, handler concurrency 1,000: 8,566-8,834 run a
+ * second with 100 occurrences and 256 ticks a claim, 9,572-9,975 (p99 1.14-1.24 s) with 100 and 128, all 10,000
+ * (p99 0.87-0.96 s) with 256 and 256.
+ */
+const RECURRING_CLAIM_BATCH = 256;
 
 /**
  * The transactional driver: actions are rows of the application's own
@@ -82,7 +92,8 @@ export class PostgresDriver implements DelayDriver {
   private readonly leaseMs: number;
   private readonly leases: LeaseRenewals;
   private leaseTimerMs = 0;
-  private readonly claimBatch: number;
+  /** The claimBatch option; undefined: each topic's default (CLAIM_BATCH, RECURRING_CLAIM_BATCH). */
+  private readonly claimBatch: number | undefined;
   private readonly wakeCheckMs: number;
   private readonly listen: boolean;
   private readonly consumers = new Map<string, PostgresTopicConsumer>();
@@ -127,7 +138,7 @@ export class PostgresDriver implements DelayDriver {
       this.order,
       {
         schedule: (topic, entries, maxPastMs, timeoutMs) => this.writes.sendGathered(topic, entries, maxPastMs, timeoutMs),
-        cancel: async (topic, keys, timeoutMs) => (await this.connection.queryPrepared(this.sql.cancelEach, [topic, keys], timeoutMs)).map((row) => int(row.removed) > 0),
+        cancel: (topic, keys, timeoutMs) => this.writes.cancelGathered(topic, keys, timeoutMs),
         advance: (topic, commands, timeoutMs) => this.seriesSteps.sendGathered(topic, commands, timeoutMs),
       },
       commandTimeoutMs,
@@ -138,7 +149,7 @@ export class PostgresDriver implements DelayDriver {
     this.migrateAtStart = config.migrate ?? true;
     this.leaseMs = parseDuration(config.lease ?? '30s');
     this.leases = new LeaseRenewals(this.leaseMs, config.recurringLease);
-    this.claimBatch = config.claimBatch ?? 100;
+    this.claimBatch = config.claimBatch;
     this.wakeCheckMs = parseDuration(config.wakeCheck ?? '10s');
     // A pooler in transaction mode hands each statement any server connection: a LISTEN there would listen nowhere.
     this.listen = pooler === 'session';
@@ -329,7 +340,7 @@ export class PostgresDriver implements DelayDriver {
     for (const [topic, concurrency] of consumer.topics) {
       const recurring = consumer.isRecurringTopic?.(topic) === true;
       const topicConsumer = new PostgresTopicConsumer(
-        { topic, concurrency, claimBatch: this.claimBatch, leaseMs: this.leases.leaseFor(recurring), recurring, wakeCheckMs: this.wakeCheckMs },
+        { topic, concurrency, claimBatch: this.claimBatch ?? (recurring ? RECURRING_CLAIM_BATCH : CLAIM_BATCH), leaseMs: this.leases.leaseFor(recurring), recurring, wakeCheckMs: this.wakeCheckMs },
         this.connection,
         this.sql,
         consumer,
