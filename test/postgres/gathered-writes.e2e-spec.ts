@@ -84,6 +84,17 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
     return Number(rows[0].n);
   }
 
+  /** Waits until a statement waits for a lock the backend `pid` holds. */
+  async function blockedBy(pid: number, what: string): Promise<void> {
+    const blocked = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`;
+    await pollUntil(async () => Number((await server.admin(blocked, [pid]))[0].n) === 1, what, 5_000);
+  }
+
+  /** Whether another transaction holds the row of `key` (FOR UPDATE NOWAIT refused with 55P03). */
+  async function expectRowHeld(key: string): Promise<void> {
+    await expect(server.admin(`SELECT 1 FROM ${schema}.actions WHERE key = $1 FOR UPDATE NOWAIT`, [key], true)).rejects.toMatchObject({ code: '55P03' });
+  }
+
   it('schedule calls of one tick are one transaction; each gets its own result', async () => {
     const pg = await driver();
     const keys = Array.from({ length: 50 }, (_, n) => `k${n}`);
@@ -198,10 +209,9 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
       await other.query(`SET LOCAL deadlock_timeout = '30s'`);
       await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'b' FOR UPDATE`);
       const calls = ['b', 'a'].map((key) => pg.cancel(TOPIC, key).then((removed) => ({ removed }), (error: { code?: string }) => ({ error: error.code })));
-      const blockedByOther = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`;
-      await pollUntil(async () => Number((await server.admin(blockedByOther, [otherPid]))[0].n) === 1, 'the cancels waiting for b', 5_000);
+      await blockedBy(otherPid, 'the cancels waiting for b');
       // The statement holds a while it waits for b: it took a first, though the calls came in the order b, a.
-      await expect(server.admin(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE NOWAIT`, [], true)).rejects.toMatchObject({ code: '55P03' });
+      await expectRowHeld('a');
       // a is locked by the cancels' statement: this waits until the server aborts it, and then finds a still there.
       const lockedA = await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE`);
       expect(lockedA.rowCount).toBe(1);
@@ -225,10 +235,9 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
       await other.query('BEGIN');
       await other.query(`SELECT 1 FROM ${schema}.actions WHERE key = 'b' FOR UPDATE`);
       const calls = Promise.all(['b', 'a'].map((key) => pg.schedule(command(key, { payload: `"${key}2"` }))));
-      const blockedByOther = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`;
-      await pollUntil(async () => Number((await server.admin(blockedByOther, [otherPid]))[0].n) === 1, 'the schedules waiting for b', 5_000);
+      await blockedBy(otherPid, 'the schedules waiting for b');
       // Called in the order b, a: the statement replaced a first, and holds it while it waits for b.
-      await expect(server.admin(`SELECT 1 FROM ${schema}.actions WHERE key = 'a' FOR UPDATE NOWAIT`, [], true)).rejects.toMatchObject({ code: '55P03' });
+      await expectRowHeld('a');
       await other.query('COMMIT');
       expect((await calls).map((result) => [result.outcome, result.action.key, result.action.payload])).toEqual([
         ['replaced', 'b', '"b2"'],
