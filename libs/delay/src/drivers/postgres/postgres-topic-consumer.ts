@@ -576,21 +576,34 @@ export class PostgresTopicConsumer {
     if (this.stopped) this.finishLeft();
     if (unrecorded === undefined) return;
     const { topic } = this.settings;
-    void this.connection.queryPrepared(this.sql.retry, [topic, unrecorded.member, unrecorded.token, 0]).then(
-      (rows) => {
-        if (rows.length > 0) this.wake(int(rows[0].due_at));
-      },
-      (error: unknown) => this.logger.debug(`Could not hand "${topic}" / "${unrecorded.member}" back (it comes back when its claim's lease runs out): ${describeError(error)}`),
-    );
+    // In flight as finishLeft's statement is, for the same reason.
+    this.inFlight.enter();
+    void this.connection
+      .queryPrepared(this.sql.retry, [topic, unrecorded.member, unrecorded.token, 0])
+      .then(
+        (rows) => {
+          if (rows.length > 0) this.wake(int(rows[0].due_at));
+        },
+        (error: unknown) => this.logger.debug(`Could not hand "${topic}" / "${unrecorded.member}" back (it comes back when its claim's lease runs out): ${describeError(error)}`),
+      )
+      .finally(() => this.inFlight.leave());
   }
 
-  /** At shutdown (and for claims that finish after it): deletes the runs rows of the finished claims. If it fails, they go when their lease runs out (a claim then finds them over). */
+  /**
+   * At shutdown (and for claims that finish after it): deletes the runs rows of the finished claims. If it fails, they
+   * go when their lease runs out (a claim then finds them over). Counted in flight, so drain waits for it: a
+   * statement still queued when close ends the pool would never be sent, and would hold the process until its bound.
+   */
   private finishLeft(): void {
     const finished = this.claims.takeFinished();
     if (finished.length === 0) return;
-    void this.connection.queryPrepared(this.sql.finish, [this.settings.topic, finished]).catch((error: unknown) => {
-      this.logger.debug(`Could not delete the runs rows of ${finished.length} finished claim(s) of "${this.settings.topic}" (their leases will run out): ${describeError(error)}`);
-    });
+    this.inFlight.enter();
+    void this.connection
+      .queryPrepared(this.sql.finish, [this.settings.topic, finished])
+      .catch((error: unknown) => {
+        this.logger.debug(`Could not delete the runs rows of ${finished.length} finished claim(s) of "${this.settings.topic}" (their leases will run out): ${describeError(error)}`);
+      })
+      .finally(() => this.inFlight.leave());
   }
   // ---- end claims whose runs are over ----
 
