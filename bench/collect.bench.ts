@@ -25,7 +25,7 @@ import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DelayContext, DelayDriverConfig, DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
 import { BenchRedisServer } from './redis/redis-server';
-import { fmt, markdownTable, median } from './support';
+import { fmt, libraryUnderTest, markdownTable, median } from './support';
 
 const QUICK = process.env.BENCH_COLLECT_QUICK === '1';
 
@@ -252,6 +252,7 @@ async function main(): Promise<void> {
   console.log('# nestjs-delay batching (collect) benchmark\n');
   console.log(`- date: ${new Date().toISOString()}`);
   console.log(`- command: ${command}${QUICK ? '  (QUICK: shorter, not for comparison)' : ''}`);
+  console.log(`- ${libraryUnderTest()}`);
   console.log(`- node ${process.version}, ${process.platform}/${process.arch}; ${BenchRedisServer.version()}`);
   console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}); load average (1 min) ${fmt(loadavg()[0], 2)}`);
   console.log(

@@ -51,7 +51,7 @@ import type { Bar, BarsRow, ResultsUpdate } from './results';
 import type { DelayHandlerKind, PgContender, PgWorkerConfig, WorkerReport } from './postgres/protocol';
 import { WorkerPool } from './redis/worker-pool';
 import { pump } from './redis/pump';
-import { fmt, markdownTable, median, quantile } from './support';
+import { fmt, libraryUnderTest, markdownTable, median, quantile } from './support';
 
 const QUICK = process.env.BENCH_PG_QUICK === '1';
 const LARGE = process.env.BENCH_PG_LARGE === '1';
@@ -1180,6 +1180,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay PostgreSQL driver benchmark\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
+    console.log(`- ${libraryUnderTest()}`);
     console.log(`- node ${process.version}; pg ${versionOf('pg')}, pg-boss ${versionOf('pg-boss')}, graphile-worker ${versionOf('graphile-worker')}`);
     console.log(`- ${BenchPostgresServer.version()}, spawned on a free port; ${settings.rows.map((row) => `${row.name}=${row.setting}`).join(', ')} (others at their defaults)`);
     console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average (1 min) at start ${loadAtStart}`);

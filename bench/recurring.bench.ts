@@ -50,7 +50,7 @@ import { measureLists } from './recurring/lists-phase';
 import type { ListsResult } from './recurring/lists-phase';
 import { BullmqRecurringScheduler, DelayRecurringScheduler } from './recurring/schedulers';
 import type { RecurringScheduler, ScheduleSpec } from './recurring/schedulers';
-import { fmt, loadAverage, markdownTable, median, quantile } from './support';
+import { fmt, libraryUnderTest, loadAverage, markdownTable, median, quantile } from './support';
 import { BenchPostgresServer } from './postgres/pg-server';
 import { fork } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -807,6 +807,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay recurring actions benchmark\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
+    console.log(`- ${libraryUnderTest()}`);
     console.log(`- node ${process.version}; bullmq ${versionOf('bullmq')}, ioredis ${versionOf('ioredis')}`);
     console.log(`- redis-server ${serverInfo.get('redis_version')}, spawned on a free port, no persistence`);
     console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average ${loadAtStart}`);

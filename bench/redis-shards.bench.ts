@@ -29,7 +29,7 @@ import { BenchRedisServer } from './redis/redis-server';
 import { parseInfo } from './redis/redis-stats';
 import { CONSUMER_CONCURRENCY, HOT_TOPIC, RunRecorder, startShardApp } from './redis/shard-apps';
 import type { ShardApp } from './redis/shard-apps';
-import { fmt, loadAverage, markdownTable } from './support';
+import { fmt, libraryUnderTest, loadAverage, markdownTable } from './support';
 
 const QUICK = process.env.BENCH_SHARDS_QUICK === '1';
 
@@ -344,6 +344,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay: one hot topic sharded over a Redis Cluster\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
+    console.log(`- ${libraryUnderTest()}`);
     console.log(`- node ${process.version}, ${process.platform}/${process.arch}; ioredis ${ioredisVersion} (Cluster client)`);
     console.log(`- redis-server ${serverInfo.get('redis_version')} (${BenchRedisServer.version()}), no persistence`);
     console.log(

@@ -39,7 +39,7 @@ import { WorkerPool } from './redis/worker-pool';
 import { pump } from './redis/pump';
 import { recordResults } from './results';
 import type { RatioRow, ResultsUpdate } from './results';
-import { fmt, markdownTable, median, quantile, xorshift32 } from './support';
+import { fmt, libraryUnderTest, markdownTable, median, quantile, xorshift32 } from './support';
 
 const QUICK = process.env.BENCH_REDIS_QUICK === '1';
 const PHASES = new Set((process.env.BENCH_REDIS_PHASES ?? '1,2,3,4,5').split(',').map((phase) => Number(phase.trim())));
@@ -789,6 +789,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay Redis driver benchmark\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
+    console.log(`- ${libraryUnderTest()}`);
     console.log(`- node ${process.version}, ${process.platform}/${process.arch}; bullmq ${bullmqVersion}, ioredis ${ioredisVersion}`);
     console.log(`- redis-server ${serverInfo.get('redis_version')} (${BenchRedisServer.version()}), spawned on a free port, no persistence; ${redisBenchmarkVersion()}`);
     console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average (1 min) ${loadAtStart}`);

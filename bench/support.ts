@@ -1,6 +1,10 @@
 // Small helpers shared by the benchmarks: a seeded PRNG, garbage collection
-// and memory readings, percentiles, Markdown table printing, the load average.
+// and memory readings, percentiles, Markdown table printing, the load average,
+// the build of the library under test.
+import { execFileSync } from 'node:child_process';
+import { realpathSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { join, relative, resolve, sep } from 'node:path';
 
 /** Marsaglia's xorshift32: reproducible numbers in [0, 1) from a seed. */
 export function xorshift32(seed: number): () => number {
@@ -107,4 +111,28 @@ export function loadAverage(): string {
   return loadavg()
     .map((load) => fmt(load, 2))
     .join(' / ');
+}
+
+/**
+ * The build of nestjs-delay a bench measures, for its header: the bench and the workers it forks resolve the
+ * library from the same folder, which must be this checkout's libs/delay. A second checkout made to compare builds
+ * (a git worktree whose node_modules links to this one's) would otherwise load this checkout's library, and both
+ * sides of the comparison would measure the same code: such a run is refused.
+ */
+export function libraryUnderTest(): string {
+  const checkout = realpathSync(resolve(__dirname, '..', '..'));
+  const entry = realpathSync(require.resolve('nestjs-delay'));
+  const own = join(checkout, 'libs', 'delay');
+  if (!entry.startsWith(own + sep)) {
+    throw new Error(`nestjs-delay resolves outside this checkout (${relative(checkout, entry)}): link node_modules/nestjs-delay to this checkout's libs/delay`);
+  }
+  let commit = 'no git commit';
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: checkout, encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--', 'libs/delay/src'], { cwd: checkout, encoding: 'utf8' }).trim() !== '';
+    commit = `${head}${changed ? ' with uncommitted changes to libs/delay/src' : ''}`;
+  } catch {
+    // not a git checkout (an unpacked copy): the build time still tells builds apart
+  }
+  return `nestjs-delay from this checkout's libs/delay at ${commit}, built ${statSync(entry).mtime.toISOString()}`;
 }

@@ -16,7 +16,7 @@ import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DelayModule, DelayService, OnDelayExpired, WheelDriver } from 'nestjs-delay';
 import type { DelayConsumer, DeliveryOutcome } from 'nestjs-delay';
-import { collectGarbage, fmt, loadAverage, markdownTable, median, randomDelays, readMemory, settle, sizeLabel, xorshift32 } from './support';
+import { collectGarbage, fmt, libraryUnderTest, loadAverage, markdownTable, median, randomDelays, readMemory, settle, sizeLabel, xorshift32 } from './support';
 
 const TOPIC = 'bench.action';
 const TICK_MS = 100;
@@ -225,6 +225,7 @@ async function main(): Promise<void> {
   console.log('# nestjs-delay wheel scale and dispatch benchmark\n');
   console.log(`- date: ${new Date().toISOString()}`);
   console.log(`- command: ${command}`);
+  console.log(`- ${libraryUnderTest()}`);
   console.log(`- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`);
   console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB`);
   console.log(`- load average at start: ${loadAverage()} (the machine is shared: other processes compete for the cores)`);

@@ -30,7 +30,7 @@ import type { DeliveryOutcome, TimerHandle } from 'nestjs-delay';
 import { HeapTimer } from './indexed-heap';
 import { recordResults } from './results';
 import type { RatioRow, ResultsUpdate } from './results';
-import { collectGarbage, fmt, loadAverage, markdownTable, median, quantile, randomDelays, readMemory, settle, shuffle, sizeLabel, xorshift32 } from './support';
+import { collectGarbage, fmt, libraryUnderTest, loadAverage, markdownTable, median, quantile, randomDelays, readMemory, settle, shuffle, sizeLabel, xorshift32 } from './support';
 
 const TOPIC = 'bench.action';
 const TICK_MS = 100;
@@ -1024,6 +1024,7 @@ async function main(): Promise<void> {
   console.log('# nestjs-delay wheel benchmark\n');
   console.log(`- date: ${new Date().toISOString()}`);
   console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
+  console.log(`- ${libraryUnderTest()}`);
   console.log(`- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`);
   console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB`);
   const loadAtStart = loadAverage();
