@@ -35,9 +35,9 @@ describe('postgres: actions per claim', () => {
 
   /**
    * Starts a consumer of TOPIC with `concurrency` slots (1,000 unless given) on DUE due actions (or DUE due recurring
-   * ticks), and returns the size of each claim once all run.
+   * ticks), and returns the size of each claim once all run, and the driver's schema.
    */
-  async function claimSizes(options: { recurring: boolean; claimBatch?: number; concurrency?: number; ticks?: boolean }): Promise<number[]> {
+  async function claims(options: { recurring: boolean; claimBatch?: number; concurrency?: number; ticks?: boolean }): Promise<{ sizes: number[]; schema: string }> {
     const schema = `batch_${process.pid}_${++schemas}`;
     driver = new PostgresDriver({ type: 'postgres', connectionString: server.url, schema, ...(options.claimBatch === undefined ? {} : { claimBatch: options.claimBatch }) });
     await driver.connect();
@@ -63,11 +63,12 @@ describe('postgres: actions per claim', () => {
     });
     await pollUntil(() => started.length === DUE, 'every action started', 10_000);
     const rows = await server.admin(`SELECT cardinality(members) AS n FROM ${schema}.runs WHERE topic = $1 ORDER BY n DESC`, [TOPIC], true);
-    lastSchema = schema;
-    return rows.map((row) => Number(row.n));
+    return { sizes: rows.map((row) => Number(row.n)), schema };
   }
 
-  let lastSchema = '';
+  async function claimSizes(options: { recurring: boolean; claimBatch?: number; concurrency?: number; ticks?: boolean }): Promise<number[]> {
+    return (await claims(options)).sizes;
+  }
 
   it('100 a claim on a plain topic', async () => {
     expect(await claimSizes({ recurring: false })).toEqual([100, 100, 100, 100, 100, 100]);
@@ -82,16 +83,17 @@ describe('postgres: actions per claim', () => {
   });
 
   it('a shutdown whose runs end during its drain deletes every claim they finish before close returns', async () => {
-    await claimSizes({ recurring: false });
+    const { schema } = await claims({ recurring: false });
     release?.();
     release = undefined;
     await driver?.drain(10_000);
     await driver?.close();
     driver = undefined;
     // The runs rows of the claims that finished during the drain: deleted, not left for their leases to run out.
-    const left = await server.admin(`SELECT count(*)::integer AS n FROM ${lastSchema}.runs`, [], true);
+    const left = await server.admin(`SELECT count(*)::integer AS n FROM ${schema}.runs`, [], true);
     expect(Number(left[0].n)).toBe(0);
-    const waiting = await server.admin(`SELECT count(*)::integer AS n FROM ${lastSchema}.actions`, [], true);
+    // And, as before the fix, every action ran and was recorded.
+    const waiting = await server.admin(`SELECT count(*)::integer AS n FROM ${schema}.actions`, [], true);
     expect(Number(waiting[0].n)).toBe(0);
   });
 

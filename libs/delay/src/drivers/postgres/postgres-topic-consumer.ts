@@ -363,6 +363,8 @@ export class PostgresTopicConsumer {
       if (carried) void this.flushAcks(carried);
       this.flushAcksLeft();
       this.claims.putBack(finished);
+      // No claim follows a shutdown to carry them.
+      if (this.stopped) this.finishLeft();
       // What the recovered claims took has not run: they are asked for again, as long as the lease just renewed lasts.
       const renewedUntil = Date.now() + leaseMs;
       this.lostClaims.push(...recoveredClaims.map((lost) => ({ id: lost.id, until: renewedUntil })));
