@@ -245,6 +245,8 @@ function summaryTable(summaries: readonly DriverSummary[]): string {
 }
 
 async function main(): Promise<void> {
+  // Refused before any server starts when the library is another checkout's.
+  const library = libraryUnderTest();
   const startedAt = performance.now();
   const npmScript = process.env.npm_lifecycle_event;
   const script = relative(process.cwd(), process.argv[1]);
@@ -252,7 +254,7 @@ async function main(): Promise<void> {
   console.log('# nestjs-delay batching (collect) benchmark\n');
   console.log(`- date: ${new Date().toISOString()}`);
   console.log(`- command: ${command}${QUICK ? '  (QUICK: shorter, not for comparison)' : ''}`);
-  console.log(`- ${libraryUnderTest()}`);
+  console.log(`- ${library}`);
   console.log(`- node ${process.version}, ${process.platform}/${process.arch}; ${BenchRedisServer.version()}`);
   console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}); load average (1 min) ${fmt(loadavg()[0], 2)}`);
   console.log(

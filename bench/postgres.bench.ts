@@ -1161,6 +1161,8 @@ function postgresResults(rates: readonly RateRow[], drains: readonly DrainResult
 }
 
 async function main(): Promise<void> {
+  // Refused before any server starts when the library is another checkout's.
+  const library = libraryUnderTest();
   const startedAt = performance.now();
   const loadAtStart = fmt(loadavg()[0], 2);
   const npmScript = process.env.npm_lifecycle_event;
@@ -1180,7 +1182,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay PostgreSQL driver benchmark\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
-    console.log(`- ${libraryUnderTest()}`);
+    console.log(`- ${library}`);
     console.log(`- node ${process.version}; pg ${versionOf('pg')}, pg-boss ${versionOf('pg-boss')}, graphile-worker ${versionOf('graphile-worker')}`);
     console.log(`- ${BenchPostgresServer.version()}, spawned on a free port; ${settings.rows.map((row) => `${row.name}=${row.setting}`).join(', ')} (others at their defaults)`);
     console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average (1 min) at start ${loadAtStart}`);

@@ -791,6 +791,8 @@ function versionOf(name: string): string {
 }
 
 async function main(): Promise<void> {
+  // Refused before any server starts when the library is another checkout's.
+  const library = libraryUnderTest();
   const startedAt = performance.now();
   const loadAtStart = loadAverage();
   const npmScript = process.env.npm_lifecycle_event;
@@ -807,7 +809,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay recurring actions benchmark\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
-    console.log(`- ${libraryUnderTest()}`);
+    console.log(`- ${library}`);
     console.log(`- node ${process.version}; bullmq ${versionOf('bullmq')}, ioredis ${versionOf('ioredis')}`);
     console.log(`- redis-server ${serverInfo.get('redis_version')}, spawned on a free port, no persistence`);
     console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average ${loadAtStart}`);

@@ -328,6 +328,8 @@ function ceilingLines(byCount: ReadonlyMap<number, readonly ShardRun[]>): string
 // ---- main --------------------------------------------------------------------
 
 async function main(): Promise<void> {
+  // Refused before any server starts when the library is another checkout's.
+  const library = libraryUnderTest();
   const startedAt = performance.now();
   const loadAtStart = loadAverage();
   const npmScript = process.env.npm_lifecycle_event;
@@ -344,7 +346,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay: one hot topic sharded over a Redis Cluster\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
-    console.log(`- ${libraryUnderTest()}`);
+    console.log(`- ${library}`);
     console.log(`- node ${process.version}, ${process.platform}/${process.arch}; ioredis ${ioredisVersion} (Cluster client)`);
     console.log(`- redis-server ${serverInfo.get('redis_version')} (${BenchRedisServer.version()}), no persistence`);
     console.log(

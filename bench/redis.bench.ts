@@ -773,6 +773,8 @@ function redisResults(concurrent: readonly RateResult[], memory: readonly Memory
 // ---- main ----------------------------------------------------------------
 
 async function main(): Promise<void> {
+  // Refused before any server starts when the library is another checkout's.
+  const library = libraryUnderTest();
   const startedAt = performance.now();
   const loadAtStart = loadAverage();
   const npmScript = process.env.npm_lifecycle_event;
@@ -789,7 +791,7 @@ async function main(): Promise<void> {
     console.log('# nestjs-delay Redis driver benchmark\n');
     console.log(`- date: ${new Date().toISOString()}`);
     console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
-    console.log(`- ${libraryUnderTest()}`);
+    console.log(`- ${library}`);
     console.log(`- node ${process.version}, ${process.platform}/${process.arch}; bullmq ${bullmqVersion}, ioredis ${ioredisVersion}`);
     console.log(`- redis-server ${serverInfo.get('redis_version')} (${BenchRedisServer.version()}), spawned on a free port, no persistence; ${redisBenchmarkVersion()}`);
     console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB; load average (1 min) ${loadAtStart}`);

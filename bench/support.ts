@@ -117,7 +117,8 @@ export function loadAverage(): string {
  * The build of nestjs-delay a bench measures, for its header: the bench and the workers it forks resolve the
  * library from the same folder, which must be this checkout's libs/delay. A second checkout made to compare builds
  * (a git worktree whose node_modules links to this one's) would otherwise load this checkout's library, and both
- * sides of the comparison would measure the same code: such a run is refused.
+ * sides of the comparison would measure the same code: such a run is refused. The benches run compiled, from
+ * dist/bench, two folders below the checkout.
  */
 export function libraryUnderTest(): string {
   const checkout = realpathSync(resolve(__dirname, '..', '..'));

@@ -29,7 +29,7 @@ import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { DelayModule, DelayService, OnDelayExpired } from 'nestjs-delay';
 import { DelayTelemetryModule } from 'nestjs-delay/telemetry';
-import { fmt, median, settle } from './support';
+import { fmt, libraryUnderTest, median, settle } from './support';
 
 type Setup = 'base' | 'no-sdk' | 'sdk' | 'sdk-metrics' | 'sdk-traces';
 const SETUPS: readonly Setup[] = ['base', 'no-sdk', 'sdk', 'sdk-metrics', 'sdk-traces'];
@@ -166,7 +166,7 @@ function medianSample(samples: readonly Sample[]): Sample {
 
 function parent(): void {
   const results = new Map<Setup, Sample[]>(SETUPS.map((setup) => [setup, []]));
-  process.stderr.write(`telemetry bench: N=${COUNT}, ${ROUNDS} round(s), load average ${loadavg().map((load) => fmt(load, 2)).join(' / ')}\n`);
+  process.stderr.write(`telemetry bench: ${libraryUnderTest()}; N=${COUNT}, ${ROUNDS} round(s), load average ${loadavg().map((load) => fmt(load, 2)).join(' / ')}\n`);
   for (let round = 0; round < ROUNDS; round++) {
     for (const setup of SETUPS) {
       const output = execFileSync(process.execPath, ['--expose-gc', __filename, setup], { encoding: 'utf8', maxBuffer: 1 << 20 });

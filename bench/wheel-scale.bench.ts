@@ -217,6 +217,8 @@ async function dispatchService(count: number): Promise<DispatchSample> {
 // ---- the run ------------------------------------------------------------
 
 async function main(): Promise<void> {
+  // Refused before any server starts when the library is another checkout's.
+  const library = libraryUnderTest();
   // Closing a driver with actions pending warns, by design: here that is expected, and only noise.
   Logger.overrideLogger(false);
   const script = relative(process.cwd(), process.argv[1]);
@@ -225,7 +227,7 @@ async function main(): Promise<void> {
   console.log('# nestjs-delay wheel scale and dispatch benchmark\n');
   console.log(`- date: ${new Date().toISOString()}`);
   console.log(`- command: ${command}`);
-  console.log(`- ${libraryUnderTest()}`);
+  console.log(`- ${library}`);
   console.log(`- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`);
   console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB`);
   console.log(`- load average at start: ${loadAverage()} (the machine is shared: other processes compete for the cores)`);

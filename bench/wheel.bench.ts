@@ -1015,6 +1015,8 @@ function wheelResults(largest: SizeResult, runs: string): ResultsUpdate {
 }
 
 async function main(): Promise<void> {
+  // Refused before any server starts when the library is another checkout's.
+  const library = libraryUnderTest();
   const sizes = sizesFromEnv();
   const script = relative(process.cwd(), process.argv[1]);
   const npmScript = process.env.npm_lifecycle_event;
@@ -1024,7 +1026,7 @@ async function main(): Promise<void> {
   console.log('# nestjs-delay wheel benchmark\n');
   console.log(`- date: ${new Date().toISOString()}`);
   console.log(`- command: ${command}${QUICK ? '  (QUICK: smaller and shorter, not for comparison)' : ''}`);
-  console.log(`- ${libraryUnderTest()}`);
+  console.log(`- ${library}`);
   console.log(`- node ${process.version} (V8 ${process.versions.v8}), ${process.platform}/${process.arch}`);
   console.log(`- cpus: ${availableParallelism()} available (${cpus()[0]?.model ?? 'unknown'}), memory ${fmt(totalmem() / 2 ** 30, 1)} GiB`);
   const loadAtStart = loadAverage();
