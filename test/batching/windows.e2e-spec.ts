@@ -148,7 +148,9 @@ describe.each(batchDrivers())('collect: when a batch is handed over ($name)', (f
     expect(first.firedAt - first.dueAt).toBeLessThanOrEqual(fixture.onTimeMs);
     // The window did slide (the second item moved the due time) ...
     expect(statuses[1].dueAt.getTime()).toBeGreaterThan(statuses[0].dueAt.getTime());
-    expect(first.items.length).toBeGreaterThanOrEqual(3);
+    // Usually four or five items; on a busy machine a collect call can take longer than the interval, and only two
+    // arrive before maxWait (seen on PostgreSQL in a full CI run): they still show the slide and the cap below.
+    expect(first.items.length).toBeGreaterThanOrEqual(2);
     // ... until maxWait capped it: the batch's last item alone would have made it due later. (On a
     // busy machine an item can arrive after the batch was handed over but before its run was seen
     // here: that item opened the next batch, with a due time of its own, checked at the end.)
