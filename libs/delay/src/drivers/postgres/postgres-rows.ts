@@ -1,5 +1,6 @@
 import { Delivery, StoredAction, StoredDeadAction } from '../../interfaces/delay-driver.interface';
 import { Row } from './postgres-connection';
+import { compareCodePoints } from '../../utils/code-point-order';
 
 /** A bigint column (pg hands int8 back as a string) as a number: epoch ms and tokens fit well within 2^53. */
 export function int(value: unknown): number {
@@ -52,12 +53,6 @@ export function inDueOrder(rows: Row[]): Row[] {
   // Rows that are not batches come back as they were picked.
   if (!rows.some((row) => row.batch === true)) return rows;
   return rows.sort((a, b) => int(a.due_at) - int(b.due_at) || compareCodePoints(String(a.member), String(b.member)));
-}
-
-/** Code point order, as the "C" collation of the driver's tables compares (UTF-16 code units differ above U+FFFF). */
-function compareCodePoints(a: string, b: string): number {
-  if (a === b) return 0;
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
 /** A claimed row as the consumer hands it over; the token travels as text, as on every driver. */

@@ -99,14 +99,9 @@ async function mergedPage<T>(
 
 function compareListed(a: StoredAction, b: StoredAction): number {
   if (a.state !== b.state) return a.state === 'running' ? -1 : 1;
-  return a.dueAt - b.dueAt || compareBytes(a.key, b.key);
+  return a.dueAt - b.dueAt || compareCodePoints(a.key, b.key);
 }
 
 function compareDead(a: StoredDeadAction, b: StoredDeadAction): number {
-  return a.diedAt - b.diedAt || compareBytes(a.id, b.id);
-}
-
-/** Redis orders equal scores by the members' bytes; UTF-16 order differs from it only past the BMP. */
-function compareBytes(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  return a.diedAt - b.diedAt || compareCodePoints(a.id, b.id);
 }
