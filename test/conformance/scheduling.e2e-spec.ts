@@ -163,8 +163,10 @@ describe.each(conformanceDrivers())('conformance: scheduling on the $name driver
   });
 
   it('cancel before the due time: returns true and the action never fires', async () => {
-    const pending = await t.delay.schedule(TOPIC.basic, 'order-1', { delay: 100, payload: 'x' });
-    await t.delay.schedule(TOPIC.basic, 'order-2', { delay: 100 });
+    // A second ahead: with 100 ms, a busy machine (load 13, two suites at once) took longer than that to make the
+    // calls below, and order-1 fell due and ran before the cancel was sent.
+    const pending = await t.delay.schedule(TOPIC.basic, 'order-1', { delay: 1_000, payload: 'x' });
+    await t.delay.schedule(TOPIC.basic, 'order-2', { delay: 1_000 });
 
     expect(await t.delay.cancel(TOPIC.basic, 'order-1')).toBe(true);
     expect(await t.delay.get(TOPIC.basic, 'order-1')).toBeNull();
