@@ -225,6 +225,49 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
     await pollUntil(async () => (await deadlocks()) > deadlocksBefore, 'the deadlock in the statistics', 5_000, 50);
   });
 
+  it('a statement the server aborts again and again: sent again, spaced out, until commandTimeout; then each call fails with DriverUnavailableError and nothing is applied', async () => {
+    const pg = await driver();
+    await pg.schedule(command('before'));
+    // A trigger that aborts every write to the actions table as the server does to end a deadlock, while a sequence
+    // (whose values no rollback takes back) is under the limit the test sets: the first `limit` tries are aborted.
+    const abortFirst = async (limit: number): Promise<void> => {
+      await sql(`DROP TRIGGER IF EXISTS aborts ON ${schema}.actions`);
+      await sql(`DROP SEQUENCE IF EXISTS ${schema}.aborts`);
+      await sql(`CREATE SEQUENCE ${schema}.aborts`);
+      await sql(
+        `CREATE OR REPLACE FUNCTION ${schema}.abort_writes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ` +
+          `IF nextval('${schema}.aborts') <= ${limit} THEN RAISE EXCEPTION 'aborted by the test' USING ERRCODE = '40P01'; END IF; RETURN NEW; END $$`,
+      );
+      await sql(`CREATE TRIGGER aborts BEFORE INSERT OR UPDATE ON ${schema}.actions FOR EACH ROW EXECUTE FUNCTION ${schema}.abort_writes()`);
+    };
+    const sql = (text: string): Promise<Array<Record<string, unknown>>> => server.admin(text, [], true);
+    const tries = async (): Promise<number> => Number((await sql(`SELECT last_value FROM ${schema}.aborts`))[0].last_value);
+    try {
+      // Aborted three times: the fourth try applies it, and the callers never hear of the aborts.
+      await abortFirst(3);
+      const settled = await Promise.all(['a', 'b'].map((key) => outcome(pg.schedule(command(key, { payload: `"${key}"` })))));
+      expect(settled.map(brief)).toEqual(['created "a"', 'created "b"']);
+      expect(await tries()).toBeGreaterThanOrEqual(4);
+
+      // Aborted on every try: the calls fail within their bound, with the typed error, having applied nothing.
+      await abortFirst(1_000_000);
+      const started = performance.now();
+      const failed = await Promise.all(['c', 'd'].map((key) => outcome(pg.schedule(command(key)))));
+      const elapsed = performance.now() - started;
+      expect(failed.map(brief)).toEqual(['error ERR_DELAY_DRIVER_UNAVAILABLE', 'error ERR_DELAY_DRIVER_UNAVAILABLE']);
+      expect(elapsed).toBeLessThan(COMMAND_TIMEOUT_MS + SLACK_MS);
+      // Sent again until the bound was nearly out, but spaced out (2 ms doubling to 100 ms): not thousands of tries.
+      expect(elapsed).toBeGreaterThan(COMMAND_TIMEOUT_MS / 2);
+      expect(await tries()).toBeLessThan(40);
+      expect(await pg.get(TOPIC, 'c')).toBeNull();
+      expect(await pg.get(TOPIC, 'd')).toBeNull();
+    } finally {
+      await sql(`DROP TRIGGER IF EXISTS aborts ON ${schema}.actions`);
+    }
+    expect((await pg.get(TOPIC, 'a'))?.payload).toBe('"a"');
+    expect(await pg.count(TOPIC)).toBe(3);
+  });
+
   it('gathered schedules lock their keys in code point order too, and answer in call order', async () => {
     const pg = await driver(server.url, 10_000);
     await Promise.all(['a', 'b'].map((key) => pg.schedule(command(key))));

@@ -3,11 +3,11 @@ import { AddressInfo, createServer, Server, Socket, connect } from 'node:net';
 /**
  * A byte-for-byte TCP proxy in front of the suite's PostgreSQL (the Redis
  * fault proxy reads RESP, which the PostgreSQL protocol is not). Faults:
- * a partition that swallows everything on the open connections, and a
- * half-open state in which the server's replies stop reaching the client
- * while its requests still get through; and a reset of the connection that
- * sent a given statement, once the server ran it (the reply lost with the
- * connection). Paused sockets keep their bytes in the kernel, so a healed
+ * a partition that swallows everything on the open connections; the
+ * replies to a given statement held back (the connection that sent it
+ * half-open from then on: its requests still get through); and a reset of
+ * the connection that sent a given statement, once the server ran it (the
+ * reply lost with the connection). Paused sockets keep their bytes in the kernel, so a healed
  * connection delivers what was sent, as TCP would. A statement is found by
  * its text also when it runs as a named statement that was parsed earlier.
  */
@@ -64,12 +64,17 @@ export class TcpFaultProxy {
   /**
    * The next `count` statements whose text holds `marker` reach the server and run; from then on the server's
    * replies on the connection that sent each stay in the proxy (held, not lost) until heal(). `at` fills with the
-   * time of each.
+   * time of each; stop() holds no further statement (those held stay held).
    */
-  holdReplies(marker: string, count = 1): { readonly at: readonly number[] } {
+  holdReplies(marker: string, count = 1): { readonly at: readonly number[]; stop(): void } {
     const rule = { marker, left: count, at: [] as number[] };
     this.holds.push(rule);
-    return rule;
+    return {
+      at: rule.at,
+      stop: () => {
+        rule.left = 0;
+      },
+    };
   }
 
   /** From now on, the text of every simple-protocol query (a Query message) any client sends, in order. */
@@ -111,14 +116,6 @@ export class TcpFaultProxy {
     for (const [, name, sql] of text.matchAll(/(nestjs_delay_[0-9a-f]{20})\x00([^\x00]{20,})\x00/g)) if (!this.named.has(name)) this.named.set(name, sql);
     const runs = [...text.matchAll(/nestjs_delay_[0-9a-f]{20}/g)].map(([name]) => this.named.get(name) ?? '');
     return [text, ...runs].join('\n');
-  }
-
-  /** The server's replies stop reaching the client on every open connection; the client's requests still go through. */
-  halfOpen(): void {
-    for (const { upstream } of this.pairs) {
-      upstream.unpipe();
-      upstream.pause();
-    }
   }
 
   /** Nothing passes either way on the open connections, and nothing is closed. */

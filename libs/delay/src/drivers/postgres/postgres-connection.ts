@@ -35,6 +35,9 @@ const UNAVAILABLE_STATES = /^(08|53|57P0[1-4]|57014|55P03|58|40001|40P01)/;
 
 /** deadlock_detected and serialization_failure: the server aborted the statement, which applied nothing, to end a cycle of waits. */
 const ABORTED_STATES = new Set(['40P01', '40001']);
+/** The pause before an aborted statement is sent again: from this, doubling per abort of the same call, up to the max (times 0.5-1, jitter). */
+const ABORTED_PAUSE_MIN_MS = 2;
+const ABORTED_PAUSE_MAX_MS = 100;
 
 /** A statement bounded by less than commandTimeout by more than this gets the server's limits brought down to its bound. */
 const SERVER_BOUND_SLACK_MS = 10;
@@ -124,17 +127,25 @@ export class PostgresConnection {
    * statements that lock several rows (gathered cancels and schedules, a
    * batch of completions, a scheduleMany) can each take them in an order
    * another's does not, though every call the application made locks only
-   * its own keys; the application must not get that as an error.
+   * its own keys; the application must not get that as an error. Each try
+   * after the first waits a little longer (a few ms, doubling, with jitter),
+   * so that a server aborting it again and again is not sent it in a tight
+   * loop; once the bound runs out the call fails with the last abort, as a
+   * DriverUnavailableError.
    */
   private async sentAgainWhenAborted<T>(bound: number, send: (timeoutMs: number) => Promise<T>): Promise<T> {
     const deadline = Date.now() + bound;
-    for (let timeoutMs = bound; ; timeoutMs = deadline - Date.now()) {
+    for (let aborts = 0, timeoutMs = bound; ; timeoutMs = deadline - Date.now()) {
       try {
         return await send(timeoutMs);
       } catch (error) {
         const state = sqlStateOf(error);
-        if (state === undefined || !ABORTED_STATES.has(state) || this.closed || deadline - Date.now() < 1) throw error;
-        this.logger.debug(`A statement was aborted to end a cycle of lock waits (${state}); sending it again`);
+        if (state === undefined || !ABORTED_STATES.has(state) || this.closed) throw error;
+        const pause = Math.round(Math.min(ABORTED_PAUSE_MAX_MS, ABORTED_PAUSE_MIN_MS * 2 ** aborts++) * (0.5 + Math.random() / 2));
+        if (deadline - Date.now() - pause < 1) throw error;
+        this.logger.debug(`A statement was aborted to end a cycle of lock waits (${state}); sending it again in ${pause} ms`);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        if (this.closed) throw error;
       }
     }
   }
