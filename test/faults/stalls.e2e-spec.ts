@@ -34,7 +34,7 @@ async function callEverything(delay: DelayService): Promise<Settled[]> {
   return Promise.all(
     calls.map(async ([call, run]) => {
       const started = performance.now();
-      // A busy machine delays the library's own timeout by as much as it delays this process's timers.
+      // A busy machine delays the library's own timeout by as much as it delays any timer (see watchTimerLateness).
       const lateness = watchTimerLateness();
       let timer: NodeJS.Timeout | undefined;
       const cap = new Promise<string>((resolve) => {

@@ -34,10 +34,9 @@ class Handlers {
   }
 }
 
-/** How long `call` took to settle, and how. */
 /**
- * How long a call took, less how late this process's timers ran meanwhile (a machine busy with other work delays the
- * library's own timeout by that much), and how it ended.
+ * How long a call took, less how late timers ran on this machine meanwhile (a machine busy with other work delays the
+ * library's own timeout by that much; see watchTimerLateness), and how it ended.
  */
 async function timed(call: () => Promise<unknown>): Promise<{ ms: number; error: unknown }> {
   const started = performance.now();
@@ -283,8 +282,8 @@ describe('postgres: faults', () => {
 
   it('a claim whose reply is lost is asked again and hands back what it took: same attempt, one run', async () => {
     proxy = await TcpFaultProxy.start(server.port);
-    // Without the look at dead rows the instance makes every second: on a connection that lost its replies it would
-    // hold that connection until commandTimeout, which this case is not about.
+    // Without the look at dead rows the instance makes every second: fewer statements besides the claims (the case
+    // is about a claim's lost reply).
     const booted = await boot({ url: urlOf(proxy.port), lease: '10s', vacuum: false });
     app = booted.app;
     const { handlers } = booted;

@@ -204,8 +204,8 @@ describe('postgres: operations and migrations', () => {
 
   it('a handler running longer than its lease keeps it (renewed): no other instance runs it meanwhile', async () => {
     const schema = fresh();
-    // Two and a half leases long. The lease is 2 s, renewed every 400 ms: only a renewal stalled for 2 s (not a
-    // busy machine, a frozen one) would let the other instance take it, which is right for a frozen instance.
+    // Two and a half leases long. The lease is 2 s, renewed about every 670 ms: only renewals stalled for about 1.3 s
+    // (a frozen instance rather than a busy machine) would let the other instance take it, which is right then.
     slowMs = 5_000;
     const a = await boot(schema, { lease: '2s' });
     const b = await boot(schema, { lease: '2s' });

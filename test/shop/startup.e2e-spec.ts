@@ -33,7 +33,8 @@ describe('Startup (e2e): the embedded PostgreSQL of `npm start`, and a database 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  jest.setTimeout(90_000);
+  // Two starts of the shop in one case, each bounded by 60 s (spawnShop).
+  jest.setTimeout(150_000);
 
   async function start(): Promise<ShopProcess> {
     const shop = await spawnShop({ SHOP_DATA_DIR: dir, DELAY_DRIVER: 'wheel' });

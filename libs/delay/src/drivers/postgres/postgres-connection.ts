@@ -38,6 +38,8 @@ const ABORTED_STATES = new Set(['40P01', '40001']);
 /** The pause before an aborted statement is sent again: from this, doubling per abort of the same call, up to the max (times 0.5-1, jitter). */
 const ABORTED_PAUSE_MIN_MS = 2;
 const ABORTED_PAUSE_MAX_MS = 100;
+/** Another try is sent only with at least this much of the call's bound left (and no less than its pause): one with less would time out, not run. */
+const ABORTED_MIN_TRY_MS = 20;
 
 /** A statement bounded by less than commandTimeout by more than this gets the server's limits brought down to its bound. */
 const SERVER_BOUND_SLACK_MS = 10;
@@ -128,10 +130,11 @@ export class PostgresConnection {
    * batch of completions, a scheduleMany) can each take them in an order
    * another's does not, though every call the application made locks only
    * its own keys; the application must not get that as an error. Each try
-   * after the first waits a little longer (a few ms, doubling, with jitter),
-   * so that a server aborting it again and again is not sent it in a tight
-   * loop; once the bound runs out the call fails with the last abort, as a
-   * DriverUnavailableError.
+   * after the first waits a moment (about 2 ms, doubling to at most 100 ms,
+   * with jitter), so that a server aborting it again and again is not sent
+   * it in a tight loop. When too little of the bound is left for another try
+   * (less than the pause, and at least ABORTED_MIN_TRY_MS), the call fails
+   * with the last abort, as a DriverUnavailableError.
    */
   private async sentAgainWhenAborted<T>(bound: number, send: (timeoutMs: number) => Promise<T>): Promise<T> {
     const deadline = Date.now() + bound;
@@ -142,10 +145,12 @@ export class PostgresConnection {
         const state = sqlStateOf(error);
         if (state === undefined || !ABORTED_STATES.has(state) || this.closed) throw error;
         const pause = Math.round(Math.min(ABORTED_PAUSE_MAX_MS, ABORTED_PAUSE_MIN_MS * 2 ** aborts++) * (0.5 + Math.random() / 2));
-        if (deadline - Date.now() - pause < 1) throw error;
+        const floor = Math.max(ABORTED_MIN_TRY_MS, pause);
+        if (deadline - Date.now() - pause < floor) throw error;
         this.logger.debug(`A statement was aborted to end a cycle of lock waits (${state}); sending it again in ${pause} ms`);
         await new Promise((resolve) => setTimeout(resolve, pause));
-        if (this.closed) throw error;
+        // Checked again after the pause: its timer may have fired late.
+        if (this.closed || deadline - Date.now() < floor) throw error;
       }
     }
   }
