@@ -228,6 +228,7 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
   it('a statement the server aborts again and again: sent again, spaced out, until commandTimeout; then each call fails with DriverUnavailableError and nothing is applied', async () => {
     const pg = await driver();
     await pg.schedule(command('before'));
+    const sql = (text: string): Promise<Array<Record<string, unknown>>> => server.admin(text, [], true);
     // A trigger that aborts every write to the actions table as the server does to end a deadlock, while a sequence
     // (whose values no rollback takes back) is under the limit the test sets: the first `limit` tries are aborted.
     const abortFirst = async (limit: number): Promise<void> => {
@@ -240,7 +241,6 @@ describe('postgres: schedule and cancel calls of one tick share one statement', 
       );
       await sql(`CREATE TRIGGER aborts BEFORE INSERT OR UPDATE ON ${schema}.actions FOR EACH ROW EXECUTE FUNCTION ${schema}.abort_writes()`);
     };
-    const sql = (text: string): Promise<Array<Record<string, unknown>>> => server.admin(text, [], true);
     const tries = async (): Promise<number> => Number((await sql(`SELECT last_value FROM ${schema}.aborts`))[0].last_value);
     try {
       // Aborted three times: the fourth try applies it, and the callers never hear of the aborts.

@@ -7,9 +7,10 @@ import { AddressInfo, createServer, Server, Socket, connect } from 'node:net';
  * replies to a given statement held back (the connection that sent it
  * half-open from then on: its requests still get through); and a reset of
  * the connection that sent a given statement, once the server ran it (the
- * reply lost with the connection). Paused sockets keep their bytes in the kernel, so a healed
- * connection delivers what was sent, as TCP would. A statement is found by
- * its text also when it runs as a named statement that was parsed earlier.
+ * reply lost with the connection). Paused sockets keep their bytes in the
+ * kernel, so a healed connection delivers what was sent, as TCP would. A
+ * statement is found by its text also when it runs as a named statement
+ * that was parsed earlier.
  */
 export class TcpFaultProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
